@@ -1,0 +1,40 @@
+"""The story workbench engine: story tree, narrators, context, turns.
+
+    from engine import Workbench
+    wb = Workbench.open("my.db")
+    camp = wb.new_campaign("Westhaven", premise="...", protagonist="Aldric")
+    camp.act("I show Mara the sealed letter.")
+"""
+from .campaign import Campaign
+from .errors import (
+    NarratorError,
+    NarratorUnavailable,
+    NotAllowed,
+    NotFound,
+    SchemaTooNew,
+    TurnCancelled,
+    TurnFailed,
+    TurnInProgress,
+    WorkbenchError,
+)
+from .settings import Settings
+from .views import Entry, SavePoint, Turn
+from .workbench import Workbench
+
+__all__ = [
+    "Workbench",
+    "Campaign",
+    "Turn",
+    "Entry",
+    "SavePoint",
+    "Settings",
+    "WorkbenchError",
+    "SchemaTooNew",
+    "NotFound",
+    "NotAllowed",
+    "TurnInProgress",
+    "TurnFailed",
+    "TurnCancelled",
+    "NarratorError",
+    "NarratorUnavailable",
+]

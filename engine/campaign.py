@@ -1,0 +1,318 @@
+"""`Campaign`: one story, played and navigated from a notebook.
+
+Every method opens its own short session; nothing here holds the database
+between calls, so a campaign object can live in a notebook for hours while
+other processes read the same file.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pandas as pd
+from sqlalchemy import func, select
+
+from . import display
+from .errors import NotAllowed, NotFound
+from .store import CampaignRow, NodeRow, TurnRecordRow
+from .story import StoryTree, savepoints
+from .turns import TurnRequest, campaign_lock, run_turn
+from .views import Entry, SavePoint, Turn
+
+if TYPE_CHECKING:
+    from .workbench import Workbench
+
+__all__ = ["Campaign"]
+
+TextCallback = Callable[[str], None] | None
+
+
+class Campaign:
+    def __init__(self, workbench: "Workbench", campaign_id: int):
+        self.workbench = workbench
+        self.id = campaign_id
+        self._cancel: threading.Event | None = None
+
+    # ------------------------------------------------------------ plumbing
+    @property
+    def _db(self):
+        return self.workbench.db
+
+    def _lock(self, doing: str):
+        return campaign_lock(str(self._db.path), self.id, doing)
+
+    def _row(self, session) -> CampaignRow:
+        row = session.get(CampaignRow, self.id)
+        if row is None:
+            raise NotFound(f"Campaign {self.id} no longer exists in {self._db.path}.")
+        return row
+
+    def _tree(self, session) -> StoryTree:
+        return StoryTree(session, self._row(session))
+
+    def _change(self, doing: str, fn):
+        with self._lock(doing), self._db.writing() as session:
+            return fn(self._tree(session))
+
+    # ------------------------------------------------------------ facts
+    @property
+    def title(self) -> str:
+        with self._db.reading() as s:
+            return self._row(s).title
+
+    @property
+    def state(self) -> dict:
+        """The authoritative narrative state at the head."""
+        with self._db.reading() as s:
+            return dict(self._row(s).state or {})
+
+    @property
+    def head(self) -> tuple[int | None, int]:
+        with self._db.reading() as s:
+            row = self._row(s)
+            return row.head_branch_id, row.head_depth
+
+    @property
+    def can_undo(self) -> bool:
+        with self._db.reading() as s:
+            return self._tree(s).undo_target() is not None
+
+    @property
+    def can_redo(self) -> bool:
+        with self._db.reading() as s:
+            return self._tree(s).redo_target() is not None
+
+    @property
+    def can_retry(self) -> bool:
+        with self._db.reading() as s:
+            head = self._tree(s).head_node()
+            return head is not None and head.kind == "narrator"
+
+    @property
+    def busy(self) -> bool:
+        from .turns import busy
+
+        return busy(str(self._db.path), self.id)
+
+    # ------------------------------------------------------------ playing
+    def _play(self, request: TurnRequest, on_text: TextCallback, on_reasoning: TextCallback) -> Turn:
+        with self._lock("start another turn"):
+            self._cancel = threading.Event()
+            try:
+                node_id = run_turn(
+                    self._db, self.id, self.workbench.narrator, self.workbench.settings, request,
+                    on_text=on_text, on_reasoning=on_reasoning, cancel=self._cancel,
+                )
+            finally:
+                self._cancel = None
+        return self.turn(node_id)
+
+    def act(self, text: str, *, on_text: TextCallback = None, on_reasoning: TextCallback = None) -> Turn:
+        """Do or say something: 'open the door', 'I draw my sword', '"Who's there?"'."""
+        return self._play(TurnRequest("act", text), on_text, on_reasoning)
+
+    def continue_story(self, *, on_text: TextCallback = None, on_reasoning: TextCallback = None) -> Turn:
+        """A beat the player does not act in."""
+        return self._play(TurnRequest("continue"), on_text, on_reasoning)
+
+    def direct(self, text: str, *, on_text: TextCallback = None, on_reasoning: TextCallback = None) -> Turn:
+        """Speak to the narrator, out of character: 'Make the storm break.'"""
+        return self._play(TurnRequest("direct", text), on_text, on_reasoning)
+
+    def retry(self, *, on_text: TextCallback = None, on_reasoning: TextCallback = None) -> Turn:
+        """Another take of the newest narration; the old take is kept."""
+        return self._play(TurnRequest("retry"), on_text, on_reasoning)
+
+    def stop(self) -> None:
+        """Cancel the turn being narrated; it writes nothing."""
+        if self._cancel is not None:
+            self._cancel.set()
+
+    # ------------------------------------------------------------ navigating
+    def undo(self) -> None:
+        self._change("undo", lambda tree: tree.undo())
+
+    def redo(self) -> None:
+        self._change("redo", lambda tree: tree.redo())
+
+    def takes(self, node_id: int | None = None) -> list[Entry]:
+        """The takes of a narration (the newest by default), oldest first."""
+        with self._db.reading() as s:
+            tree = self._tree(s)
+            node = tree.node(node_id) if node_id is not None else tree.head_node()
+            if node is None:
+                return []
+            takes = tree.takes(node)
+            return [_entry(n, i + 1, len(takes)) for i, n in enumerate(takes)]
+
+    def select_take(self, n: int, node_id: int | None = None) -> Entry:
+        """Read the story through take `n` (1-based) of a narration."""
+        def go(tree: StoryTree):
+            node = tree.node(node_id) if node_id is not None else tree.head_node()
+            if node is None:
+                raise NotAllowed("There is no narration here to choose a take of.")
+            takes = tree.takes(node)
+            if not 1 <= n <= len(takes):
+                raise NotAllowed(f"Take {n} does not exist: this turn has takes 1 to {len(takes)}.")
+            tree.select(takes[n - 1])
+            return _entry(takes[n - 1], n, len(takes))
+        return self._change("switch takes", go)
+
+    def edit(self, node_id: int, text: str) -> Turn:
+        """Correct a narration. The correction becomes a new take read from here
+        on; the original is kept with its own future."""
+        text = (text or "").strip()
+        if not text:
+            raise NotAllowed("An edit needs the corrected text; to remove a turn, use undo.")
+
+        def go(tree: StoryTree) -> int:
+            node = tree.node(node_id)
+            if node.kind != "narrator":
+                raise NotAllowed("Only narration can be edited; to change what you did, undo and act again.")
+            before = tree.node_at(node.depth - 1, tree_path(tree, node)) if node.depth > 0 else None
+            state = dict(before.state_after or {}) if before is not None else {}
+            return tree.add_take(node, text, state, edited=True).id
+        return self.turn(self._change("edit", go))
+
+    def save_point(self, name: str, note: str = "") -> SavePoint:
+        return self._change("make a save point", lambda tree: _save_point(savepoints.create(tree, name, note)))
+
+    def restore(self, save_point: SavePoint | int) -> None:
+        sp_id = save_point.id if isinstance(save_point, SavePoint) else save_point
+        self._change("restore a save point", lambda tree: savepoints.restore(tree, sp_id))
+
+    def delete_save_point(self, save_point: SavePoint | int) -> None:
+        sp_id = save_point.id if isinstance(save_point, SavePoint) else save_point
+        self._change("delete a save point", lambda tree: savepoints.delete(tree, sp_id))
+
+    def save_points(self) -> list[SavePoint]:
+        with self._db.reading() as s:
+            return [_save_point(r) for r in savepoints.listing(self._tree(s))]
+
+    # ------------------------------------------------------------ reading
+    def history(self) -> list[Entry]:
+        """The story being read, opening to head."""
+        with self._db.reading() as s:
+            tree = self._tree(s)
+            nodes = tree.path().nodes(s)
+            counts = _take_counts(s, self.id, nodes)
+            return [_entry(n, *counts.get(n.id, (1, 1))) for n in nodes]
+
+    def turn(self, node_id: int) -> Turn:
+        with self._db.reading() as s:
+            tree = self._tree(s)
+            node = tree.node(node_id)
+            takes = tree.takes(node)
+            record = s.get(TurnRecordRow, node_id)
+            parent = s.get(NodeRow, node.parent_id) if node.parent_id else None
+            return Turn(
+                id=node.id,
+                text=node.text,
+                depth=node.depth,
+                input=parent.text if parent is not None and parent.kind in ("player", "direction") else None,
+                reasoning=node.reasoning,
+                take=[t.id for t in takes].index(node.id) + 1,
+                takes=len(takes),
+                narrator=record.narrator if record else "",
+                report=dict(record.report) if record else {},
+                usage=dict(record.usage) if record else {},
+                accounting=dict(record.accounting) if record else {},
+                window=dict(record.window) if record else {},
+                timings=dict(record.timings) if record else {},
+            )
+
+    def records(self) -> pd.DataFrame:
+        """One row per narrated turn on the story being read."""
+        with self._db.reading() as s:
+            nodes = self._tree(s).path().nodes(s)
+            by_id = {n.id: n for n in nodes}
+            narrations = [n for n in nodes if n.kind == "narrator"]
+            records = {
+                r.node_id: r
+                for r in s.scalars(select(TurnRecordRow).where(TurnRecordRow.node_id.in_([n.id for n in narrations])))
+            }
+            counts = _take_counts(s, self.id, narrations)
+            rows = [_record_row(i + 1, n, by_id.get(n.parent_id), records.get(n.id), counts.get(n.id, (1, 1)))
+                    for i, n in enumerate(narrations)]
+        return pd.DataFrame(rows, columns=RECORD_COLUMNS)
+
+    @property
+    def story(self) -> str:
+        """The story being read as plain text."""
+        return "\n\n".join(e.text for e in self.history())
+
+    def _repr_html_(self) -> str:
+        return display.story_html(self.title, self.history())
+
+    def __repr__(self) -> str:
+        return f"<Campaign {self.id} {self.title!r}>"
+
+
+RECORD_COLUMNS = [
+    "turn", "node_id", "depth", "mode", "input", "text", "words", "take", "takes", "narrator",
+    "estimate_tokens", "prompt_tokens", "completion_tokens", "history_included", "prepare_ms",
+    "generate_ms", "created_at",
+]
+
+
+def _record_row(turn, node, parent, record, take_count) -> dict:
+    mode = {"player": "act", "direction": "direct"}.get(parent.kind, "continue") if parent else "continue"
+    report = record.report if record else {}
+    usage = record.usage if record else {}
+    timings = record.timings if record else {}
+    return {
+        "turn": turn,
+        "node_id": node.id,
+        "depth": node.depth,
+        "mode": "edit" if node.edited else mode,
+        "input": parent.text if parent is not None and parent.kind != "narrator" and parent.kind != "start" else "",
+        "text": node.text,
+        "words": len(node.text.split()),
+        "take": take_count[0],
+        "takes": take_count[1],
+        "narrator": record.narrator if record else "",
+        "estimate_tokens": report.get("estimate"),
+        "prompt_tokens": usage.get("prompt_tokens"),
+        "completion_tokens": usage.get("completion_tokens"),
+        "history_included": report.get("history", {}).get("included"),
+        "prepare_ms": timings.get("prepare_ms"),
+        "generate_ms": timings.get("generate_ms"),
+        "created_at": node.created_at,
+    }
+
+
+def _entry(node: NodeRow, take: int = 1, takes: int = 1) -> Entry:
+    return Entry(node.id, node.kind, node.text, node.depth, take, takes, bool(node.edited))
+
+
+def _save_point(row) -> SavePoint:
+    return SavePoint(row.id, row.name, row.note, row.depth, row.created_at)
+
+
+def tree_path(tree: StoryTree, node: NodeRow):
+    from .story.lineage import path_to
+
+    return path_to(tree.branches, node.branch_id, node.depth)
+
+
+def _take_counts(session, campaign_id: int, nodes) -> dict[int, tuple[int, int]]:
+    """{node id: (take number, take count)} for nodes whose turn has several takes."""
+    narrations = [n for n in nodes if n.kind == "narrator"]
+    if not narrations:
+        return {}
+    parents = {n.parent_id for n in narrations if n.parent_id is not None}
+    groups: dict[tuple, list[int]] = {}
+    rows = session.execute(
+        select(NodeRow.id, NodeRow.parent_id, NodeRow.depth)
+        .where(NodeRow.campaign_id == campaign_id, NodeRow.parent_id.in_(parents), NodeRow.kind == "narrator")
+        .order_by(NodeRow.id)
+    )
+    for nid, parent, depth in rows:
+        groups.setdefault((parent, depth), []).append(nid)
+    out = {}
+    for n in narrations:
+        ids = groups.get((n.parent_id, n.depth), [n.id])
+        if len(ids) > 1:
+            out[n.id] = (ids.index(n.id) + 1, len(ids))
+    return out

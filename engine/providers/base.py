@@ -1,0 +1,65 @@
+"""The narrator seam: a prompt goes in, chunks stream out.
+
+A narrator is one small class with an `execute` that yields `Text`,
+`Reasoning` and finally `Usage` chunks (the shape of simonw/llm's models).
+The turn loop never knows which narrator it talks to.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol, Union, runtime_checkable
+
+__all__ = ["Prompt", "Text", "Reasoning", "Usage", "Chunk", "Narrator", "CONTINUE_HINT"]
+
+# Appended to the story for chat models, which otherwise answer the story as a
+# request ("Sure! Here is...") instead of continuing it.
+CONTINUE_HINT = (
+    "Continue the story from where it stops. Write only the next passage of story text, "
+    "with no preamble, no notes and no headings."
+)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    system: str
+    story: str
+    max_tokens: int = 200
+    temperature: float = 0.8
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    text: str
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    def as_dict(self) -> dict:
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+
+
+Chunk = Union[Text, Reasoning, Usage]
+
+
+@runtime_checkable
+class Narrator(Protocol):
+    """Anything that can narrate: embedded, an HTTP endpoint, a test script."""
+
+    model_id: str
+
+    def execute(self, prompt: Prompt) -> Iterator[Chunk]:
+        """Stream the reply. Closing the iterator early must stop generation."""
+        ...
+
+    def context_window(self) -> int | None:
+        """The window the model really runs with, or None when it cannot be known."""
+        ...

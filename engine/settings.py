@@ -1,0 +1,84 @@
+"""Workbench settings: one typed record, stored as key/value rows.
+
+Key/value rows let a later version add a setting without a migration; the
+dataclass keeps every reader typed and every value checked on the way in.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from .errors import WorkbenchError
+from .store import SettingRow
+
+__all__ = ["Settings", "load", "save", "DEFAULT_NARRATOR_PROMPT"]
+
+DEFAULT_NARRATOR_PROMPT = (
+    "You are the narrator of an interactive story. Write in the second person, present "
+    "tense, addressing the protagonist as \"you\". Describe what happens next in vivid, "
+    "concrete prose, give other characters their own voices and motives, and end at a "
+    "moment that invites the player to act. Never decide what the player does, says or "
+    "feels; never speak for the player. Keep to what the story has established."
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    narrator: str = "local"  # "local" (embedded SmolLM2) or "endpoint"
+    endpoint_url: str = ""
+    model: str = ""
+    api_mode: str = "chat"  # "chat" or "completion"
+    # The whole window the narrator is given: prompt plus reply. The
+    # reference's default; capped to what the server really has.
+    context_budget: int = 16_384
+    # A 135M model loops when left to run; 200 tokens is a paragraph or two.
+    max_output_tokens: int = 200
+    temperature: float = 0.8
+    timeout_seconds: int = 300
+    narrator_prompt: str = DEFAULT_NARRATOR_PROMPT
+
+    def check(self) -> "Settings":
+        problems = []
+        if self.narrator not in ("local", "endpoint"):
+            problems.append(f"narrator must be 'local' or 'endpoint', not {self.narrator!r}")
+        if self.api_mode not in ("chat", "completion"):
+            problems.append(f"api_mode must be 'chat' or 'completion', not {self.api_mode!r}")
+        if not 256 <= self.context_budget <= 1_000_000:
+            problems.append(f"context_budget must be between 256 and 1,000,000 tokens, not {self.context_budget}")
+        if not 16 <= self.max_output_tokens <= 32_768:
+            problems.append(f"max_output_tokens must be between 16 and 32,768, not {self.max_output_tokens}")
+        if self.max_output_tokens >= self.context_budget:
+            problems.append("max_output_tokens must be smaller than context_budget")
+        if not 0.0 <= self.temperature <= 2.0:
+            problems.append(f"temperature must be between 0 and 2, not {self.temperature}")
+        if not 30 <= self.timeout_seconds <= 3600:
+            problems.append(f"timeout_seconds must be between 30 and 3600, not {self.timeout_seconds}")
+        if self.narrator == "endpoint" and not self.endpoint_url:
+            problems.append("narrator='endpoint' needs endpoint_url, e.g. http://127.0.0.1:11434/v1")
+        if problems:
+            raise WorkbenchError("Settings not changed: " + "; ".join(problems) + ".")
+        return self
+
+
+_NAMES = {f.name for f in fields(Settings)}
+
+
+def load(session: Session) -> Settings:
+    stored = dict(session.execute(select(SettingRow.key, SettingRow.value)).all())
+    return Settings(**{k: v for k, v in stored.items() if k in _NAMES})
+
+
+def save(session: Session, current: Settings, changes: dict[str, Any]) -> Settings:
+    unknown = sorted(set(changes) - _NAMES)
+    if unknown:
+        raise WorkbenchError(
+            f"Unknown setting(s): {', '.join(unknown)}. Known: {', '.join(sorted(_NAMES))}."
+        )
+    new = replace(current, **changes).check()
+    for key, value in asdict(new).items():
+        if value != getattr(current, key) or session.get(SettingRow, key) is None:
+            session.merge(SettingRow(key=key, value=value))
+    return new

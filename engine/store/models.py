@@ -1,0 +1,131 @@
+"""The ORM classes, mapped onto the schema that `migrations` creates.
+
+The schema itself is written as SQL in `migrations.py`; these classes only map
+it. `tests/store/test_migrations.py` checks that the two agree column for
+column, so a fresh file and an upgraded one can never differ.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, ForeignKey, Integer, String, Text, Boolean, DateTime
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship, deferred
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class CampaignRow(Base):
+    __tablename__ = "campaigns"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str] = mapped_column(String(200), default="")
+    premise: Mapped[str] = mapped_column(Text, default="")
+    protagonist: Mapped[str] = mapped_column(String(200), default="")
+    ai_instructions: Mapped[str] = mapped_column(Text, default="")
+    authors_note: Mapped[str] = mapped_column(Text, default="")
+    narration_length: Mapped[str] = mapped_column(String(20), default="")
+    canon: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # The authoritative narrative state at the head; every head move rewrites
+    # it from the snapshot of the node it lands on.
+    state: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    head_branch_id: Mapped[int | None] = mapped_column(
+        ForeignKey("branches.id", ondelete="SET NULL"), nullable=True
+    )
+    # -1 means "before the first node", so "the next node is head_depth + 1"
+    # needs no special case for an empty campaign.
+    head_depth: Mapped[int] = mapped_column(Integer, default=-1)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class BranchRow(Base):
+    """A line of the story. It borrows its parent's nodes up to `fork_depth`
+    (inclusive) and owns the nodes below that, so a fork costs one row."""
+
+    __tablename__ = "branches"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
+    parent_id: Mapped[int | None] = mapped_column(
+        ForeignKey("branches.id", ondelete="CASCADE"), nullable=True
+    )
+    fork_depth: Mapped[int] = mapped_column(Integer, default=-1)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class NodeRow(Base):
+    """One story node: an opening, a player input, a direction or a narration.
+
+    Takes of one turn are nodes with the same `parent_id` at the same depth;
+    `live` marks the take most recently chosen among them.
+    """
+
+    __tablename__ = "nodes"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
+    branch_id: Mapped[int] = mapped_column(ForeignKey("branches.id", ondelete="CASCADE"))
+    depth: Mapped[int] = mapped_column(Integer)
+    parent_id: Mapped[int | None] = mapped_column(
+        ForeignKey("nodes.id", ondelete="SET NULL"), nullable=True
+    )
+    kind: Mapped[str] = mapped_column(String(20))
+    text: Mapped[str] = mapped_column(Text, default="")
+    raw_text: Mapped[str] = mapped_column(Text, default="")
+    reasoning: Mapped[str | None] = mapped_column(Text, nullable=True)
+    live: Mapped[bool] = mapped_column(Boolean, default=True)
+    edited: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Loaded only when asked for: a 1,000-turn campaign opens without reading
+    # every snapshot.
+    state_after: Mapped[dict[str, Any]] = deferred(mapped_column(JSON, default=dict))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    record: Mapped["TurnRecordRow | None"] = relationship(
+        back_populates="node", uselist=False, lazy="select"
+    )
+
+
+class TurnRecordRow(Base):
+    """What one narrator take was given and what came back: the exact prompt
+    and report, usage, accounting, the window, timings. Kept apart from the
+    node so reading the story never loads prompts."""
+
+    __tablename__ = "turn_records"
+
+    node_id: Mapped[int] = mapped_column(
+        ForeignKey("nodes.id", ondelete="CASCADE"), primary_key=True
+    )
+    narrator: Mapped[str] = mapped_column(String(200), default="")
+    report: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    usage: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    accounting: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    window: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    timings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+    node: Mapped[NodeRow] = relationship(back_populates="record")
+
+
+class SavePointRow(Base):
+    __tablename__ = "save_points"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(200))
+    note: Mapped[str] = mapped_column(Text, default="")
+    branch_id: Mapped[int] = mapped_column(ForeignKey("branches.id"))  # a held branch cannot go
+    depth: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class SettingRow(Base):
+    __tablename__ = "settings"
+
+    key: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[Any] = mapped_column(JSON)

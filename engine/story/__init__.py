@@ -1,0 +1,6 @@
+"""The branching story: lineage, the tree's operations, and save points."""
+from . import lineage, savepoints
+from .lineage import Path, path_to
+from .tree import INPUT_KINDS, RESTING, StoryTree
+
+__all__ = ["lineage", "savepoints", "Path", "path_to", "StoryTree", "RESTING", "INPUT_KINDS"]

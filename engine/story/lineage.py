@@ -1,0 +1,94 @@
+"""Which nodes lie on the path being played. Decided here, for everyone.
+
+A position is `(branch, depth)`. Its path is the branch's own nodes down to
+`depth`, then its parent's nodes down to the fork, and so on to the root. Any
+query that asks "is this on the story being read?" filters with
+`Path.clause()`, so the rule lives in one place.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import and_, false, or_, select
+from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ColumnElement
+
+from ..store import BranchRow, NodeRow
+
+__all__ = ["Segment", "Path", "path_to", "branch_table", "DEEPEST"]
+
+# "As deep as the branch goes": used to look ahead of the head for Redo.
+DEEPEST = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Segment:
+    branch_id: int
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
+class Path:
+    """The segments of one lineage, deepest branch first."""
+
+    segments: tuple[Segment, ...]
+    depth: int
+
+    def clause(self, branch_col=NodeRow.branch_id, depth_col=NodeRow.depth) -> ColumnElement[bool]:
+        if not self.segments:
+            return false()
+        return or_(
+            *(
+                and_(branch_col == s.branch_id, depth_col.between(s.first, s.last))
+                for s in self.segments
+            )
+        )
+
+    def contains(self, branch_id: int | None, depth: int | None) -> bool:
+        if branch_id is None or depth is None:
+            return False
+        return any(
+            s.branch_id == branch_id and s.first <= depth <= s.last for s in self.segments
+        )
+
+    def branch_at(self, depth: int) -> int | None:
+        """The branch that owns the node at `depth` on this path."""
+        for s in self.segments:
+            if s.first <= depth <= s.last:
+                return s.branch_id
+        return None
+
+    def nodes(self, session: Session, *, newest: int | None = None) -> list[NodeRow]:
+        """The path's nodes, oldest first; only the `newest` n when given."""
+        query = select(NodeRow).where(self.clause())
+        if newest is None:
+            return list(session.scalars(query.order_by(NodeRow.depth)))
+        rows = list(session.scalars(query.order_by(NodeRow.depth.desc()).limit(newest)))
+        rows.reverse()
+        return rows
+
+
+def branch_table(session: Session, campaign_id: int) -> dict[int, tuple[int | None, int]]:
+    """{branch id: (parent id, fork depth)} for one campaign, in one query."""
+    rows = session.execute(
+        select(BranchRow.id, BranchRow.parent_id, BranchRow.fork_depth).where(
+            BranchRow.campaign_id == campaign_id
+        )
+    )
+    return {bid: (parent, fork) for bid, parent, fork in rows}
+
+
+def path_to(
+    branches: dict[int, tuple[int | None, int]], branch_id: int | None, depth: int
+) -> Path:
+    segments: list[Segment] = []
+    current, last = branch_id, depth
+    while current is not None and last >= 0:
+        parent, fork = branches[current]
+        first = fork + 1
+        if last >= first:
+            segments.append(Segment(current, first, last))
+        last = min(last, fork)
+        current = parent
+    return Path(tuple(segments), depth)

@@ -1,0 +1,6 @@
+"""The turn loop: input normalisation, the per-campaign lock, one turn."""
+from .inputs import direction_line, player_line
+from .locks import busy, campaign_lock
+from .runner import TurnRequest, run_turn
+
+__all__ = ["direction_line", "player_line", "busy", "campaign_lock", "TurnRequest", "run_turn"]

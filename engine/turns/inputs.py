@@ -1,0 +1,51 @@
+"""Turning what the reader typed into the line the story records.
+
+The reference's early "> You " prefix turned "I enter" into "You I enter",
+and the model copied it into its prose; so first-person input is kept as
+written, "You" is added otherwise, and the marker is never doubled.
+"""
+from __future__ import annotations
+
+from ..errors import NotAllowed
+
+__all__ = ["player_line", "direction_line"]
+
+FIRST_PERSON = ("i ", "i'm ", "i've ", "i'll ", "i'd ", "my ", "we ", "we're ", "we've ", "we'll ")
+QUOTES = "\"'“”‘’«»"
+FINAL = ".!?…"
+
+
+def _finish(text: str) -> str:
+    bare = text.rstrip(QUOTES)
+    return text if bare.endswith(tuple(FINAL)) else text + "."
+
+
+def player_line(text: str) -> str:
+    """`> You open the door.`, `> I enter the tavern.`, `> You say "Hello."`."""
+    text = " ".join((text or "").split())
+    while text.startswith(">"):
+        text = text[1:].lstrip()
+    if not text:
+        raise NotAllowed("Write what you do or say, e.g. 'open the door' or '\"Who goes there?\"'.")
+    if text[0] in QUOTES:
+        spoken = text.strip(QUOTES + " ")
+        if not spoken:
+            raise NotAllowed("The quotes are empty: write what you say between them.")
+        return f'> You say "{_finish(spoken)}"'
+    if text[:4].lower() == "you ":
+        text = text[4:].lstrip()
+    text = _finish(text)
+    lowered = text.lower().replace("’", "'")
+    if lowered.startswith(FIRST_PERSON):
+        return f"> {text[0].upper()}{text[1:]}"
+    if len(text) > 1 and text[0].isupper() and text[1].islower():
+        text = text[0].lower() + text[1:]  # "Open the door" -> "You open the door"
+    return f"> You {text}"
+
+
+def direction_line(text: str) -> str:
+    """Story direction is out of character and kept exactly as written."""
+    text = (text or "").strip()
+    if not text:
+        raise NotAllowed("A story direction needs some words, e.g. 'Make the storm break.'")
+    return text

@@ -1,0 +1,176 @@
+"""One turn: read -> build -> stream -> commit once.
+
+The database is read, then released, before the narrator is called, and the
+turn is written in one commit after the narrator finishes: no write lock is
+ever held across a model call (the reference logged 180 "database is locked"
+errors in 26 turns before it learned this). A turn that fails or is stopped
+at any point before that commit has written nothing.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .. import context
+from ..errors import NarratorError, NotAllowed, TurnCancelled, TurnFailed
+from ..providers import Narrator, Prompt, Reasoning, Text, Usage
+from ..settings import Settings
+from ..store import CampaignRow, Database, TurnRecordRow
+from ..story import StoryTree
+from ..store.models import utcnow
+from .inputs import direction_line, player_line
+
+__all__ = ["TurnRequest", "run_turn", "HISTORY_FETCH"]
+
+# The most story nodes one prompt could use: fetched newest-first so a long
+# campaign never reads its whole story for a turn. 400 nodes of even 40 tokens
+# overflow any budget the simple builder is given.
+HISTORY_FETCH = 400
+
+MODES = ("act", "direct", "continue", "retry")
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    mode: str
+    text: str = ""
+
+
+@dataclass
+class _Plan:
+    head: tuple[int | None, int]
+    input_kind: str | None
+    input_text: str
+    built: context.Built
+    retry_of: int | None
+
+
+def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settings, window: int | None) -> _Plan:
+    with db.reading() as session:
+        campaign = session.get(CampaignRow, campaign_id)
+        tree = StoryTree(session, campaign)
+        end, retry_of, kind, text = campaign.head_depth, None, None, ""
+        if request.mode == "retry":
+            head = tree.head_node()
+            if head is None or head.kind != "narrator":
+                raise NotAllowed("Nothing to retry: the story has no narration at this point yet.")
+            end, retry_of = head.depth - 1, head.id
+        elif request.mode == "act":
+            kind, text = "player", player_line(request.text)
+        elif request.mode == "direct":
+            kind, text = "direction", direction_line(request.text)
+        nodes = tree.path(end).nodes(session, newest=HISTORY_FETCH) if end >= 0 else []
+        lines = [context.Line(n.kind, n.text) for n in nodes]
+        if kind:
+            lines.append(context.Line(kind, text))
+        brief = context.Brief(
+            campaign.title, campaign.premise, campaign.protagonist,
+            campaign.ai_instructions, campaign.authors_note,
+        )
+        head = (campaign.head_branch_id, campaign.head_depth)
+    built = context.build(
+        brief,
+        lines,
+        rules=settings.narrator_prompt,
+        budget=settings.context_budget,
+        max_output=settings.max_output_tokens,
+        window=window,
+        history_total=end + 1 + (1 if kind else 0),
+    )
+    return _Plan(head, kind, text, built, retry_of)
+
+
+def _stream(narrator, prompt, on_text, on_reasoning, cancel):
+    text, reasoning, usage = [], [], Usage()
+    stream = narrator.execute(prompt)
+    try:
+        for chunk in stream:
+            if cancel is not None and cancel.is_set():
+                raise TurnCancelled("Stopped: the narration was cancelled and nothing was written.")
+            if isinstance(chunk, Text):
+                text.append(chunk.text)
+                if on_text:
+                    on_text(chunk.text)
+            elif isinstance(chunk, Reasoning):
+                reasoning.append(chunk.text)
+                if on_reasoning:
+                    on_reasoning(chunk.text)
+            elif isinstance(chunk, Usage):
+                usage = chunk
+    except (TurnFailed, NotAllowed):
+        raise
+    except NarratorError as exc:
+        raise TurnFailed(f"{exc} Nothing was written.") from exc
+    except Exception as exc:  # a narrator bug must not leave half a turn behind
+        raise TurnFailed(f"The narrator failed mid-reply ({type(exc).__name__}: {exc}). Nothing was written.") from exc
+    finally:
+        close = getattr(stream, "close", None)
+        if close:
+            close()
+    if cancel is not None and cancel.is_set():
+        raise TurnCancelled("Stopped: the narration was cancelled and nothing was written.")
+    return "".join(text), "".join(reasoning).strip() or None, usage
+
+
+def run_turn(
+    db: Database,
+    campaign_id: int,
+    narrator: Narrator,
+    settings: Settings,
+    request: TurnRequest,
+    *,
+    on_text: Callable[[str], None] | None = None,
+    on_reasoning: Callable[[str], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> int:
+    """Play one turn and return the id of the narration it wrote."""
+    if request.mode not in MODES:
+        raise NotAllowed(f"Unknown turn mode {request.mode!r}; use one of {', '.join(MODES)}.")
+    started = time.perf_counter()
+    window = narrator.context_window()
+    plan = _plan(db, campaign_id, request, settings, window)
+    prepared = time.perf_counter()
+    prompt = Prompt(plan.built.system, plan.built.story, settings.max_output_tokens, settings.temperature)
+    raw, reasoning, usage = _stream(narrator, prompt, on_text, on_reasoning, cancel)
+    generated = time.perf_counter()
+    prose = raw.strip()
+    if not prose:
+        raise TurnFailed("The narrator returned no story text, so nothing was written. Retry, or check the model.")
+    timings = {
+        "prepare_ms": round((prepared - started) * 1000, 2),
+        "generate_ms": round((generated - prepared) * 1000, 2),
+    }
+    return _commit(db, campaign_id, plan, prose, raw, reasoning, usage, narrator, window, timings)
+
+
+def _commit(db, campaign_id, plan, prose, raw, reasoning, usage, narrator, window, timings) -> int:
+    with db.writing() as session:
+        campaign = session.get(CampaignRow, campaign_id)
+        if (campaign.head_branch_id, campaign.head_depth) != plan.head:
+            raise TurnFailed(
+                "The story moved while this turn was being narrated (another window or process "
+                "changed it), so nothing was written. Look at the story and try again."
+            )
+        tree = StoryTree(session, campaign)
+        state = dict(campaign.state or {})
+        if plan.retry_of is not None:
+            node = tree.add_take(tree.node(plan.retry_of), prose, state, raw_text=raw, reasoning=reasoning)
+        else:
+            if plan.input_kind:
+                tree.append(plan.input_kind, plan.input_text, state)
+            node = tree.append("narrator", prose, state, raw_text=raw, reasoning=reasoning)
+        session.add(
+            TurnRecordRow(
+                node_id=node.id,
+                narrator=narrator.model_id,
+                report=plan.built.report,
+                usage=usage.as_dict(),
+                window={"tokens": window},
+                timings=timings,
+            )
+        )
+        campaign.updated_at = utcnow()
+        session.flush()
+        return node.id

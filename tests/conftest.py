@@ -1,0 +1,39 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from narrators import BlockingNarrator, CountingNarrator, FailingNarrator, ScriptedNarrator  # noqa: E402
+
+from engine import Workbench  # noqa: E402
+
+
+@pytest.fixture
+def db_path(tmp_path):
+    return tmp_path / "story.db"
+
+
+@pytest.fixture
+def narrator():
+    return CountingNarrator()
+
+
+@pytest.fixture
+def wb(db_path, narrator):
+    bench = Workbench.open(db_path, background=False)
+    bench.configure(narrator=narrator)
+    yield bench
+    bench.close()
+
+
+@pytest.fixture
+def camp(wb):
+    return wb.new_campaign("Cave", premise="A cave by the sea.", protagonist="Ila",
+                           opening="You stand at the mouth of a sea cave.")
+
+
+__all__ = ["BlockingNarrator", "CountingNarrator", "FailingNarrator", "ScriptedNarrator"]
