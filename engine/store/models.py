@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import JSON, ForeignKey, Integer, String, Text, Boolean, DateTime
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship, deferred
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
 def utcnow() -> datetime:
@@ -84,7 +84,7 @@ class NodeRow(Base):
     edited: Mapped[bool] = mapped_column(Boolean, default=False)
     # Loaded only when asked for: a 1,000-turn campaign opens without reading
     # every snapshot.
-    state_after: Mapped[dict[str, Any]] = deferred(mapped_column(JSON, default=dict))
+    state_after: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, deferred=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
     record: Mapped["TurnRecordRow | None"] = relationship(
@@ -128,4 +128,4 @@ class SettingRow(Base):
     __tablename__ = "settings"
 
     key: Mapped[str] = mapped_column(String(100), primary_key=True)
-    value: Mapped[Any] = mapped_column(JSON)
+    value: Mapped[Any] = mapped_column(JSON, nullable=True)
