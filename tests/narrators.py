@@ -6,6 +6,7 @@ import threading
 from collections.abc import Iterator
 
 from engine.providers import Prompt, Reasoning, Text, Usage
+from engine.providers.window import LOADED, UNKNOWN, Window
 
 
 class ScriptedNarrator:
@@ -19,8 +20,10 @@ class ScriptedNarrator:
         self.reasoning = reasoning
         self.prompts: list[Prompt] = []
 
-    def context_window(self) -> int | None:
-        return self.window
+    def context_window(self) -> Window:
+        if self.window is None:
+            return Window(None, UNKNOWN, detail="a scripted narrator has no window")
+        return Window(self.window, LOADED, detail="scripted", reachable=True)
 
     def execute(self, prompt: Prompt) -> Iterator:
         self.prompts.append(prompt)

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol, Union, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Union, runtime_checkable
+
+if TYPE_CHECKING:
+    from .window import Window
 
 __all__ = ["Prompt", "Text", "Reasoning", "Usage", "Chunk", "Narrator", "CONTINUE_HINT"]
 
@@ -60,6 +63,6 @@ class Narrator(Protocol):
         """Stream the reply. Closing the iterator early must stop generation."""
         ...
 
-    def context_window(self) -> int | None:
-        """The window the model really runs with, or None when it cannot be known."""
+    def context_window(self) -> "Window":
+        """The window the model really runs with, and how that is known."""
         ...

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..errors import NarratorError, NarratorUnavailable
 from .base import CONTINUE_HINT, Chunk, Prompt, Reasoning, Text, Usage
+from .window import EMBEDDED, Window
 
 __all__ = ["LocalNarrator", "model_path", "DEFAULT_N_CTX"]
 
@@ -73,8 +74,9 @@ class LocalNarrator:
     def llama(self):
         return _load(self.n_ctx)
 
-    def context_window(self) -> int | None:
-        return self.llama.n_ctx()
+    def context_window(self) -> Window:
+        tokens = self.llama.n_ctx()
+        return Window(tokens, EMBEDDED, tokens, f"{tokens:,} tokens, the embedded model's n_ctx", True)
 
     def execute(self, prompt: Prompt) -> Iterator[Chunk]:
         llama = self.llama

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from .. import context
 from ..errors import NarratorError, NotAllowed, TurnCancelled, TurnFailed
 from ..providers import Narrator, Prompt, Reasoning, Text, Usage
+from ..providers.accounting import classify_usage
+from ..providers.window import Window
 from ..settings import Settings
 from ..store import CampaignRow, Database, TurnRecordRow
 from ..story import StoryTree
@@ -47,7 +49,7 @@ class _Plan:
     retry_of: int | None
 
 
-def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settings, window: int | None) -> _Plan:
+def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settings, window: Window) -> _Plan:
     with db.reading() as session:
         campaign = session.get(CampaignRow, campaign_id)
         tree = StoryTree(session, campaign)
@@ -76,9 +78,14 @@ def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settin
         rules=settings.narrator_prompt,
         budget=settings.context_budget,
         max_output=settings.max_output_tokens,
-        window=window,
+        window=window.tokens,
         history_total=end + 1 + (1 if kind else 0),
     )
+    built.report["window"] = {
+        "tokens": window.tokens, "source": window.source, "verified": window.verified,
+        "detail": window.detail, "capped": bool(window.tokens and window.tokens < settings.context_budget),
+        "preflight": window.preflight,
+    }
     return _Plan(head, kind, text, built, retry_of)
 
 
@@ -138,14 +145,19 @@ def run_turn(
     prose = raw.strip()
     if not prose:
         raise TurnFailed("The narrator returned no story text, so nothing was written. Retry, or check the model.")
+    report = plan.built.report
+    accounting = classify_usage(
+        usage.as_dict(), estimate=report["estimate"], budget=report["budget"]["effective"],
+        max_output_tokens=settings.max_output_tokens, window_verified=window.verified,
+    )
     timings = {
         "prepare_ms": round((prepared - started) * 1000, 2),
         "generate_ms": round((generated - prepared) * 1000, 2),
     }
-    return _commit(db, campaign_id, plan, prose, raw, reasoning, usage, narrator, window, timings)
+    return _commit(db, campaign_id, plan, prose, raw, reasoning, usage, narrator, window, accounting, timings)
 
 
-def _commit(db, campaign_id, plan, prose, raw, reasoning, usage, narrator, window, timings) -> int:
+def _commit(db, campaign_id, plan, prose, raw, reasoning, usage, narrator, window, accounting, timings) -> int:
     with db.writing() as session:
         campaign = session.get(CampaignRow, campaign_id)
         if (campaign.head_branch_id, campaign.head_depth) != plan.head:
@@ -167,7 +179,8 @@ def _commit(db, campaign_id, plan, prose, raw, reasoning, usage, narrator, windo
                 narrator=narrator.model_id,
                 report=plan.built.report,
                 usage=usage.as_dict(),
-                window={"tokens": window},
+                window=window.as_dict(),
+                accounting=accounting,
                 timings=timings,
             )
         )

@@ -15,7 +15,8 @@ def test_the_model_ships_inside_the_wheel():
 
 def test_it_streams_text_and_reports_usage_and_its_window():
     narrator = LocalNarrator()
-    assert narrator.context_window() == DEFAULT_N_CTX
+    window = narrator.context_window()
+    assert window.tokens == DEFAULT_N_CTX and window.verified and window.source == "embedded"
     chunks = list(narrator.execute(Prompt("You narrate a story.", "You stand in a forest.", max_tokens=24)))
     texts = [c for c in chunks if isinstance(c, Text)]
     usage = chunks[-1]
@@ -36,7 +37,9 @@ def test_two_turns_through_the_workbench(tmp_path):
     assert [e.kind for e in camp.history()] == ["start", "player", "narrator", "narrator"]
     assert first.usage["completion_tokens"] <= 48 and first.usage["prompt_tokens"] > 0
     assert first.narrator == LocalNarrator.model_id
-    assert first.window == {"tokens": DEFAULT_N_CTX}
+    assert first.window["tokens"] == DEFAULT_N_CTX and first.window["verified"]
+    assert first.accounting["status"] in ("fits", "truncation_suspected", "exceeded")
+    assert first.accounting["server_prompt_tokens"] == first.usage["prompt_tokens"]
     # Reopen: the story is in the file.
     wb.close()
     again = Workbench.open(tmp_path / "real.db")
