@@ -39,6 +39,10 @@ class Settings:
     temperature: float = 0.8
     timeout_seconds: int = 300
     narrator_prompt: str = DEFAULT_NARRATOR_PROMPT
+    # Used only when the server cannot be asked its window; never "verified".
+    context_window_override: int | None = None
+    embedder: str = "local"  # "local" (embedded MiniLM), "endpoint", or "none"
+    embedding_model: str = ""
 
     def check(self) -> "Settings":
         problems = []
@@ -56,6 +60,20 @@ class Settings:
             problems.append(f"temperature must be between 0 and 2, not {self.temperature}")
         if not 30 <= self.timeout_seconds <= 3600:
             problems.append(f"timeout_seconds must be between 30 and 3600, not {self.timeout_seconds}")
+        if self.context_window_override is not None and not 256 <= self.context_window_override <= 200_000:
+            problems.append("context_window_override must be between 256 and 200,000 tokens, or None")
+        if self.embedder not in ("local", "endpoint", "none"):
+            problems.append(f"embedder must be 'local', 'endpoint' or 'none', not {self.embedder!r}")
+        if self.embedder == "endpoint" and not (self.endpoint_url and self.embedding_model):
+            problems.append("embedder='endpoint' needs endpoint_url and embedding_model (e.g. nomic-embed-text)")
+        if self.narrator == "endpoint" and not self.model:
+            problems.append("narrator='endpoint' needs model, the name the server knows it by")
+        if self.endpoint_url:
+            from .providers.endpoints import rejection_reason
+
+            reason = rejection_reason(self.endpoint_url)
+            if reason:
+                problems.append(f"that endpoint can't be used: {reason}")
         if self.narrator == "endpoint" and not self.endpoint_url:
             problems.append("narrator='endpoint' needs endpoint_url, e.g. http://127.0.0.1:11434/v1")
         if problems:

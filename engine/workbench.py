@@ -8,8 +8,12 @@ from sqlalchemy import select
 
 from . import settings as settings_store
 from .campaign import Campaign
-from .errors import NarratorUnavailable, NotFound, WorkbenchError
+from .errors import NotFound, WorkbenchError
 from .providers import Narrator
+from .providers import window as windows
+from .providers.connection import ConnectionReport, check_connection
+from .providers.embedders import Embedder, MiniLMEmbedder, OpenAIEmbedder
+from .providers.openai import OpenAINarrator
 from .settings import Settings
 from .store import BranchRow, CampaignRow, Database
 from .story import StoryTree
@@ -27,6 +31,7 @@ class Workbench:
         # experiments are deterministic.
         self.background = background
         self._narrator: Narrator | None = None
+        self._embedder: Embedder | None = None
         with db.reading() as s:
             self._settings = settings_store.load(s)
 
@@ -39,9 +44,24 @@ class Workbench:
     def settings(self) -> Settings:
         return self._settings
 
-    def configure(self, narrator: str | Narrator | None = None, **changes: Any) -> Settings:
-        """Change settings (saved in the file). `narrator` is "local", "endpoint",
-        or a narrator object to use in this process only (not saved)."""
+    def configure(self, narrator: str | Narrator | None = None, *, endpoint: str | None = None,
+                  embedder: str | Embedder | None = None, **changes: Any) -> Settings:
+        """Change settings (saved in the file).
+
+        `narrator` is "local", "endpoint", or a narrator object used in this
+        process only (not saved); `endpoint=` sets the URL and selects it.
+        `embedder` is "local", "endpoint", "none" or an embedder object."""
+        if endpoint is not None:
+            changes["endpoint_url"] = endpoint
+            if narrator is None:
+                narrator = "endpoint"
+        if embedder is not None and not isinstance(embedder, str):
+            if not isinstance(embedder, Embedder):
+                raise WorkbenchError("embedder must be 'local', 'endpoint', 'none' or an object with model_id and embed(texts).")
+            self._embedder = embedder
+        elif embedder is not None:
+            changes["embedder"] = embedder
+            self._embedder = None
         if narrator is not None and not isinstance(narrator, str):
             if not isinstance(narrator, Narrator):
                 raise WorkbenchError(
@@ -53,10 +73,16 @@ class Workbench:
             changes["narrator"] = narrator
             self._narrator = None
         if changes:
-            if {"endpoint_url", "model", "api_mode"} & set(changes):
-                self._narrator = None
             with self.db.writing() as s:
-                self._settings = settings_store.save(s, self._settings, changes)
+                new = settings_store.save(s, self._settings, changes)
+            moved = {k for k in changes if getattr(new, k) != getattr(self._settings, k)}
+            self._settings = new
+            if moved & {"endpoint_url", "model", "api_mode", "timeout_seconds", "context_window_override"}:
+                windows.cache_clear()
+                if isinstance(self._narrator, OpenAINarrator):
+                    self._narrator = None
+            if moved & {"endpoint_url", "embedding_model"}:
+                self._embedder = None
         return self._settings
 
     @property
@@ -71,10 +97,31 @@ class Workbench:
 
             model_path()  # fail now, in words, if the extra is missing
             return LocalNarrator()
-        raise NarratorUnavailable(
-            "Endpoint narrators (Ollama, llama.cpp server, vLLM) are not wired into this "
-            "version yet; use wb.configure(narrator='local') for the embedded model."
-        )
+        s = self._settings
+        return OpenAINarrator(s.endpoint_url, s.model, api_mode=s.api_mode, timeout=s.timeout_seconds,
+                              declared_window=s.context_window_override)
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """What embeds memories and knowledge; None when embeddings are off."""
+        if self._embedder is None and self._settings.embedder != "none":
+            if self._settings.embedder == "local":
+                self._embedder = MiniLMEmbedder()
+            else:
+                self._embedder = OpenAIEmbedder(self._settings.endpoint_url, self._settings.embedding_model)
+        return self._embedder
+
+    def test_connection(self) -> ConnectionReport:
+        """Reachability, the models offered, the window found and how, and a
+        warning in words when the budget is capped or could not be checked."""
+        try:
+            narrator = self.narrator
+        except WorkbenchError as exc:
+            return ConnectionReport(self._settings.narrator, self._settings.endpoint_url, self._settings.model,
+                                    False, budget=self._settings.context_budget, detail=str(exc))
+        if self._settings.narrator == "endpoint" and not isinstance(narrator, OpenAINarrator):
+            return check_connection(self._settings)
+        return check_connection(self._settings, narrator, getattr(narrator, "client", None))
 
     # ------------------------------------------------------------ campaigns
     def new_campaign(

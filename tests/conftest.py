@@ -37,3 +37,14 @@ def camp(wb):
 
 
 __all__ = ["BlockingNarrator", "CountingNarrator", "FailingNarrator", "ScriptedNarrator"]
+
+
+@pytest.fixture
+def fake_server():
+    from fake_server import FakeServer
+    from engine.providers import window
+
+    window.cache_clear()
+    with FakeServer() as server:
+        yield server
+    window.cache_clear()

@@ -1,0 +1,94 @@
+"""`test_connection`: can the configured narrator be reached, and what
+window will the prompt really be built to? Answered in words."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from html import escape
+
+import httpx
+
+from . import window as windows
+from .endpoints import rejection_reason
+from .http import make_client
+
+__all__ = ["ConnectionReport", "check_connection", "window_warning"]
+
+
+@dataclass(frozen=True)
+class ConnectionReport:
+    narrator: str
+    endpoint: str
+    model: str
+    reachable: bool
+    models: list[str] = field(default_factory=list)
+    model_found: bool | None = None
+    window: dict = field(default_factory=dict)
+    budget: int = 0
+    warning: str | None = None
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.reachable and self.model_found is not False
+
+    def _repr_html_(self) -> str:
+        rows = [
+            ("narrator", self.narrator), ("endpoint", self.endpoint or "(embedded)"), ("model", self.model),
+            ("reachable", "yes" if self.reachable else "no"),
+            ("models offered", ", ".join(self.models) or "-"),
+            ("window", f"{self.window.get('tokens') or 'unknown'} tokens ({self.window.get('source')}; "
+                       f"{'verified' if self.window.get('verified') else 'not verified'})"),
+            ("how", self.window.get("detail", "")), ("budget", f"{self.budget:,} tokens"),
+        ]
+        body = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in rows)
+        warn = f"<p style='color:#a15c00'>{escape(self.warning)}</p>" if self.warning else ""
+        fail = f"<p style='color:#b00020'>{escape(self.detail)}</p>" if self.detail else ""
+        return f"<div><table>{body}</table>{warn}{fail}</div>"
+
+
+def window_warning(window: windows.Window, budget: int, model: str) -> str | None:
+    if window.source == windows.DECLARED:
+        binds = (f"Prompts are being built to {window.tokens:,} rather than {budget:,} tokens."
+                 if window.tokens < budget else
+                 f"That is not below the {budget:,}-token budget, so it changes nothing today.")
+        return (f"The window is set in settings to {window.tokens:,} tokens because this server cannot be "
+                f"asked. Nothing has verified that number. {binds}")
+    if not window.verified:
+        return (f"The window could not be checked: {window.detail}. Prompts are built to the {budget:,}-token "
+                "budget; if the server's window is smaller, it will cut the start of the prompt (the rules "
+                "and canon). Set context_window_override to the server's window if it cannot be asked.")
+    if window.tokens < budget:
+        more = f" The model itself can go up to {window.model_max:,}." if window.model_max and window.model_max > window.tokens else ""
+        return (f"This server gives '{model}' {window.tokens:,} tokens, less than the {budget:,}-token story "
+                f"budget. Prompts are being built to {window.tokens:,} so nothing is silently cut.{more}")
+    return None
+
+
+def check_connection(settings, narrator=None, client: httpx.Client | None = None) -> ConnectionReport:
+    budget = settings.context_budget
+    if settings.narrator == "local":
+        try:
+            window = narrator.context_window()
+        except Exception as exc:  # noqa: BLE001 - reported, not raised
+            return ConnectionReport("local", "", "", False, budget=budget, detail=str(exc))
+        return ConnectionReport("local", "", narrator.model_id, True, [narrator.model_id], True,
+                                window.as_dict(), budget, window_warning(window, budget, narrator.model_id))
+    base, model = settings.endpoint_url.rstrip("/"), settings.model
+    reason = rejection_reason(base)
+    if reason:
+        return ConnectionReport("endpoint", base, model, False, budget=budget,
+                                detail=f"That endpoint can't be used: {reason}.")
+    client = client or make_client(windows.PROBE_TIMEOUT)
+    try:
+        reply = client.get(f"{base}/models", timeout=httpx.Timeout(windows.PROBE_TIMEOUT, connect=windows.CONNECT_TIMEOUT))
+        reply.raise_for_status()
+        models = [m.get("id") for m in reply.json().get("data") or [] if m.get("id")]
+    except (httpx.HTTPError, ValueError) as exc:
+        return ConnectionReport("endpoint", base, model, False, budget=budget,
+                                detail=f"Could not list models at {base} ({type(exc).__name__}). Is the server running?")
+    window = windows.probe(client, base, model, declared=settings.context_window_override)
+    found = model in models if model else None
+    warning = window_warning(window, budget, model)
+    if found is False:
+        warning = f"The server does not offer a model named '{model}' (it offers: {', '.join(models) or 'none'}). " + (warning or "")
+    return ConnectionReport("endpoint", base, model, True, models, found, window.as_dict(), budget, warning)

