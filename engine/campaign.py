@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pandas as pd
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from . import display
 from .errors import NotAllowed, NotFound
@@ -29,7 +29,7 @@ TextCallback = Callable[[str], None] | None
 
 
 class Campaign:
-    def __init__(self, workbench: "Workbench", campaign_id: int):
+    def __init__(self, workbench: Workbench, campaign_id: int):
         self.workbench = workbench
         self.id = campaign_id
         self._cancel: threading.Event | None = None

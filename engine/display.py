@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
-__all__ = ["entries_html", "story_html", "turn_html", "save_point_html", "text_html"]
+__all__ = ["entries_html", "save_point_html", "story_html", "text_html", "turn_html"]
 
 _STYLE = {
     "start": "font-style:italic;color:#444",

@@ -6,15 +6,15 @@ should never need the traceback to know their next step.
 from __future__ import annotations
 
 __all__ = [
-    "WorkbenchError",
-    "SchemaTooNew",
-    "NotFound",
-    "NotAllowed",
-    "TurnInProgress",
-    "TurnFailed",
-    "TurnCancelled",
     "NarratorError",
     "NarratorUnavailable",
+    "NotAllowed",
+    "NotFound",
+    "SchemaTooNew",
+    "TurnCancelled",
+    "TurnFailed",
+    "TurnInProgress",
+    "WorkbenchError",
 ]
 
 

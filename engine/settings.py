@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from .errors import WorkbenchError
 from .store import SettingRow
 
-__all__ = ["Settings", "load", "save", "DEFAULT_NARRATOR_PROMPT"]
+__all__ = ["DEFAULT_NARRATOR_PROMPT", "Settings", "load", "save"]
 
 DEFAULT_NARRATOR_PROMPT = (
     "You are the narrator of an interactive story. Write in the second person, present "
@@ -44,7 +44,7 @@ class Settings:
     embedder: str = "local"  # "local" (embedded MiniLM), "endpoint", or "none"
     embedding_model: str = ""
 
-    def check(self) -> "Settings":
+    def check(self) -> Settings:
         problems = []
         if self.narrator not in ("local", "endpoint"):
             problems.append(f"narrator must be 'local' or 'endpoint', not {self.narrator!r}")

@@ -10,7 +10,7 @@ from datetime import datetime
 
 from . import display
 
-__all__ = ["Entry", "Turn", "SavePoint"]
+__all__ = ["Entry", "SavePoint", "Turn"]
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ class Workbench:
             self._settings = settings_store.load(s)
 
     @classmethod
-    def open(cls, path: str | Path = "workbench.db", *, background: bool = True) -> "Workbench":
+    def open(cls, path: str | Path = "workbench.db", *, background: bool = True) -> Workbench:
         return cls(Database(path), background=background)
 
     # ------------------------------------------------------------ settings
@@ -168,7 +168,7 @@ class Workbench:
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self) -> "Workbench":
+    def __enter__(self) -> Workbench:
         return self
 
     def __exit__(self, *exc) -> None:

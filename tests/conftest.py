@@ -7,9 +7,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from narrators import BlockingNarrator, CountingNarrator, FailingNarrator, ScriptedNarrator  # noqa: E402
+from narrators import BlockingNarrator, CountingNarrator, FailingNarrator, ScriptedNarrator
 
-from engine import Workbench  # noqa: E402
+from engine import Workbench
 
 
 @pytest.fixture
@@ -42,6 +42,7 @@ __all__ = ["BlockingNarrator", "CountingNarrator", "FailingNarrator", "ScriptedN
 @pytest.fixture
 def fake_server():
     from fake_server import FakeServer
+
     from engine.providers import window
 
     window.cache_clear()

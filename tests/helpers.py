@@ -33,5 +33,15 @@ def head_state_matches(camp) -> bool:
     return camp.state == expected
 
 
-__all__ = ["census", "texts", "all_node_ids", "set_states", "head_state_matches",
-           "BranchRow", "NodeRow", "SavePointRow", "TurnRecordRow", "func"]
+__all__ = [
+    "BranchRow",
+    "NodeRow",
+    "SavePointRow",
+    "TurnRecordRow",
+    "all_node_ids",
+    "census",
+    "func",
+    "head_state_matches",
+    "set_states",
+    "texts",
+]

@@ -4,9 +4,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import texts
 
 from engine import NotFound, Workbench, WorkbenchError
-from helpers import texts
 
 TESTS = Path(__file__).parent
 

@@ -2,4 +2,4 @@
 from . import tokens
 from .assembly import Brief, Built, ContextOverflow, Line, build, render_line, safety_reserve
 
-__all__ = ["tokens", "Brief", "Built", "ContextOverflow", "Line", "build", "render_line", "safety_reserve"]
+__all__ = ["Brief", "Built", "ContextOverflow", "Line", "build", "render_line", "safety_reserve", "tokens"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ..errors import TurnFailed
 from . import tokens
 
-__all__ = ["Brief", "Line", "Built", "build", "render_line", "safety_reserve", "ContextOverflow"]
+__all__ = ["Brief", "Built", "ContextOverflow", "Line", "build", "render_line", "safety_reserve"]
 
 # Per-message wrapping the chat template adds (role markers, separators);
 # counted so the estimate does not run short on many small lines.

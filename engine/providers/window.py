@@ -19,9 +19,23 @@ import httpx
 from .endpoints import EndpointRefused, rejection_reason
 
 __all__ = [
-    "Window", "probe", "ensure_window", "cache_clear", "native_base", "effective_budget",
-    "LOADED", "PARAMETERS", "PROPS", "MODELS", "EMBEDDED", "DECLARED", "UNKNOWN",
-    "PROBE_TIMEOUT", "CONNECT_TIMEOUT", "POSITIVE_TTL", "NEGATIVE_TTL",
+    "CONNECT_TIMEOUT",
+    "DECLARED",
+    "EMBEDDED",
+    "LOADED",
+    "MODELS",
+    "NEGATIVE_TTL",
+    "PARAMETERS",
+    "POSITIVE_TTL",
+    "PROBE_TIMEOUT",
+    "PROPS",
+    "UNKNOWN",
+    "Window",
+    "cache_clear",
+    "effective_budget",
+    "ensure_window",
+    "native_base",
+    "probe",
 ]
 
 # In the turn path: a server that does not answer in two seconds has told us
@@ -65,7 +79,7 @@ class Window:
 def native_base(url: str) -> str:
     """`http://host:11434/v1` -> `http://host:11434` (where /api and /props live)."""
     url = url.rstrip("/")
-    return url[: -len("/v1")] if url.endswith("/v1") else url
+    return url.removesuffix("/v1")
 
 
 def effective_budget(configured: int, window: Window | None) -> int:
@@ -106,7 +120,7 @@ def _ollama_parameters(client: httpx.Client, native: str, model: str) -> Window:
     info = body.get("model_info") or {}
     ceiling = next((_positive_int(v) for k, v in info.items() if k.endswith(".context_length") and _positive_int(v)), None)
     params = body.get("parameters")
-    match = re.search(r"^\s*num_ctx\s+(\d+)\s*$", params, re.M) if isinstance(params, str) else None
+    match = re.search(r"^\s*num_ctx\s+(\d+)\s*$", params, re.MULTILINE) if isinstance(params, str) else None
     if not match:
         return Window(None, UNKNOWN, ceiling, "the model sets no num_ctx, so the server will load it at its "
                       "own default (4,096 where there is no GPU memory); load it once to find out", True)

@@ -1,4 +1,5 @@
 """Storage: one SQLite file through SQLAlchemy 2, versioned by `PRAGMA user_version`."""
+from . import knowledge_tables, memory_tables, narrative_tables  # noqa: F401  (register their tables)
 from .database import Database
 from .migrations import LATEST, MIGRATIONS
 from .models import (
@@ -12,12 +13,12 @@ from .models import (
 )
 
 __all__ = [
-    "Database",
     "LATEST",
     "MIGRATIONS",
     "Base",
     "BranchRow",
     "CampaignRow",
+    "Database",
     "NodeRow",
     "SavePointRow",
     "SettingRow",

@@ -7,8 +7,8 @@ timeout so two processes on one file wait for each other instead of failing.
 from __future__ import annotations
 
 import sqlite3
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import create_engine, event

@@ -11,8 +11,9 @@ from collections.abc import Callable
 from sqlite3 import Connection
 
 from ..errors import SchemaTooNew
+from . import knowledge_tables, memory_tables, narrative_tables
 
-__all__ = ["MIGRATIONS", "LATEST", "migrate", "version_of"]
+__all__ = ["LATEST", "MIGRATIONS", "migrate", "version_of"]
 
 
 def _run(db: Connection, script: str) -> None:
@@ -100,6 +101,9 @@ def _v1_story_tree(db: Connection) -> None:
 
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_story_tree,
+    knowledge_tables.migrate,  # v2
+    memory_tables.migrate,  # v3
+    narrative_tables.migrate,  # v4
 ]
 LATEST = len(MIGRATIONS)
 

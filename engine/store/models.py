@@ -6,15 +6,15 @@ column, so a fresh file and an upgraded one can never differ.
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Integer, String, Text, Boolean, DateTime
+from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 class Base(DeclarativeBase):
@@ -87,7 +87,7 @@ class NodeRow(Base):
     state_after: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, deferred=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
-    record: Mapped["TurnRecordRow | None"] = relationship(
+    record: Mapped[TurnRecordRow | None] = relationship(
         back_populates="node", uselist=False, lazy="select"
     )
 

@@ -3,4 +3,4 @@ from . import lineage, savepoints
 from .lineage import Path, path_to
 from .tree import INPUT_KINDS, RESTING, StoryTree
 
-__all__ = ["lineage", "savepoints", "Path", "path_to", "StoryTree", "RESTING", "INPUT_KINDS"]
+__all__ = ["INPUT_KINDS", "RESTING", "Path", "StoryTree", "lineage", "path_to", "savepoints"]

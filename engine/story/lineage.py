@@ -15,7 +15,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from ..store import BranchRow, NodeRow
 
-__all__ = ["Segment", "Path", "path_to", "branch_table", "DEEPEST"]
+__all__ = ["DEEPEST", "Path", "Segment", "branch_table", "path_to"]
 
 # "As deep as the branch goes": used to look ahead of the head for Redo.
 DEEPEST = 2**31 - 1

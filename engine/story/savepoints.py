@@ -13,7 +13,7 @@ from ..errors import NotAllowed, NotFound
 from ..store import SavePointRow
 from .tree import StoryTree
 
-__all__ = ["create", "restore", "delete", "listing"]
+__all__ = ["create", "delete", "listing", "restore"]
 
 
 def create(tree: StoryTree, name: str, note: str = "") -> SavePointRow:

@@ -23,7 +23,7 @@ from ..errors import NotAllowed, NotFound
 from ..store import BranchRow, CampaignRow, NodeRow
 from .lineage import DEEPEST, Path, branch_table, path_to
 
-__all__ = ["StoryTree", "RESTING", "INPUT_KINDS"]
+__all__ = ["INPUT_KINDS", "RESTING", "StoryTree"]
 
 # Where the head may rest: the opening and the narrator's replies.
 RESTING = ("start", "narrator")
@@ -123,7 +123,7 @@ class StoryTree:
         c = self.campaign
         depth = c.head_depth + 1
         branch = c.head_branch_id
-        parent, fork = self.branches[branch]
+        _, fork = self.branches[branch]
         owns = depth > fork
         occupied = owns and self.session.scalar(
             select(NodeRow.id).where(NodeRow.branch_id == branch, NodeRow.depth == depth)

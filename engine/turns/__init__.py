@@ -3,4 +3,4 @@ from .inputs import direction_line, player_line
 from .locks import busy, campaign_lock
 from .runner import TurnRequest, run_turn
 
-__all__ = ["direction_line", "player_line", "busy", "campaign_lock", "TurnRequest", "run_turn"]
+__all__ = ["TurnRequest", "busy", "campaign_lock", "direction_line", "player_line", "run_turn"]

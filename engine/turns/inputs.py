@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..errors import NotAllowed
 
-__all__ = ["player_line", "direction_line"]
+__all__ = ["direction_line", "player_line"]
 
 FIRST_PERSON = ("i ", "i'm ", "i've ", "i'll ", "i'd ", "my ", "we ", "we're ", "we've ", "we'll ")
 QUOTES = "\"'“”‘’«»"

@@ -8,12 +8,12 @@ commit re-checks that the head has not moved (see `runner`).
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ..errors import TurnInProgress
 
-__all__ = ["campaign_lock", "busy"]
+__all__ = ["busy", "campaign_lock"]
 
 _guard = threading.Lock()
 _active: set[tuple[str, int]] = set()

@@ -20,11 +20,11 @@ from ..providers.accounting import classify_usage
 from ..providers.window import Window
 from ..settings import Settings
 from ..store import CampaignRow, Database, TurnRecordRow
-from ..story import StoryTree
 from ..store.models import utcnow
+from ..story import StoryTree
 from .inputs import direction_line, player_line
 
-__all__ = ["TurnRequest", "run_turn", "HISTORY_FETCH"]
+__all__ = ["HISTORY_FETCH", "TurnRequest", "run_turn"]
 
 # The most story nodes one prompt could use: fetched newest-first so a long
 # campaign never reads its whole story for a turn. 400 nodes of even 40 tokens

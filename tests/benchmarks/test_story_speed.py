@@ -6,10 +6,10 @@ a 1,000-turn campaign opens in < 0.2 s; a turn's engine overhead
 (everything but generation) is < 30 ms; a fork adds O(1) rows.
 """
 import pytest
-
-from engine import Workbench
 from helpers import census
 from narrators import ScriptedNarrator
+
+from engine import Workbench
 
 pytestmark = pytest.mark.benchmark
 TURNS = 1000

@@ -1,7 +1,13 @@
 import numpy as np
 import pytest
 
-from engine.providers.embedders import Embedder, LlamaEmbedder, MiniLMEmbedder, OpenAIEmbedder, MINILM_ID
+from engine.providers.embedders import (
+    MINILM_ID,
+    Embedder,
+    LlamaEmbedder,
+    MiniLMEmbedder,
+    OpenAIEmbedder,
+)
 
 
 def cosine(a, b):

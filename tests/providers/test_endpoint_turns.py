@@ -1,6 +1,7 @@
 """Turns and the connection test through the real HTTP path."""
-from engine import Workbench
 from fake_server import FakeServer, Script
+
+from engine import Workbench
 
 
 def test_a_turn_stores_window_and_accounting_per_take(db_path):

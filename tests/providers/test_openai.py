@@ -1,12 +1,12 @@
 """The OpenAI-compatible narrator against a real HTTP server on loopback."""
 import httpx
 import pytest
+from fake_server import FakeServer, Script
 
 from engine.errors import NarratorError
 from engine.providers import Prompt, Reasoning, Text, Usage
 from engine.providers.endpoints import PolicyTransport
 from engine.providers.openai import OpenAINarrator
-from fake_server import FakeServer, Script
 
 PROMPT = Prompt("You narrate.", "> You open the door.", max_tokens=50, temperature=0.5)
 
@@ -79,9 +79,8 @@ def test_a_slow_server_times_out_in_words():
 
 
 def test_a_stream_cut_mid_line_fails_instead_of_passing_as_story():
-    with FakeServer(Script(drop_after=1)) as server:
-        with pytest.raises(NarratorError):
-            run(OpenAINarrator(server.base, "story-model"))
+    with FakeServer(Script(drop_after=1)) as server, pytest.raises(NarratorError):
+        run(OpenAINarrator(server.base, "story-model"))
 
 
 def test_timeout_is_bounded_to_30_3600():

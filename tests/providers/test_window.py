@@ -1,9 +1,9 @@
 """Every window source, its cache, the declared override and the cold load."""
 import pytest
+from fake_server import FakeServer, Script
 
 from engine.providers import window as w
 from engine.providers.http import make_client
-from fake_server import FakeServer, Script
 
 
 @pytest.fixture(autouse=True)

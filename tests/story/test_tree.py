@@ -1,11 +1,11 @@
 import random
 
 import pytest
+from helpers import all_node_ids, census, head_state_matches, set_states, texts
 from sqlalchemy import func, select
 
 from engine import NotAllowed
 from engine.store import BranchRow, NodeRow
-from helpers import all_node_ids, census, head_state_matches, set_states, texts
 
 OPENING = "You stand at the mouth of a sea cave."
 
@@ -48,7 +48,8 @@ def test_undo_redo_round_trip_deletes_nothing(camp, wb):
     camp.undo()
     assert texts(camp) == [OPENING] and not camp.can_undo
     assert all_node_ids(wb) == ids
-    camp.redo(); camp.redo(); camp.redo()
+    for _ in range(3):
+        camp.redo()
     assert texts(camp) == full and not camp.can_redo
     with pytest.raises(NotAllowed, match="Nothing to redo"):
         camp.redo()
@@ -72,7 +73,8 @@ def test_retry_adds_takes_and_excludes_the_retried_take(camp, narrator):
 
 def test_exactly_one_live_take_per_turn(camp, wb):
     camp.act("go north")
-    camp.retry(); camp.retry()
+    camp.retry()
+    camp.retry()
     camp.select_take(2)
     with wb.db.reading() as s:
         rows = s.execute(select(NodeRow.text, NodeRow.live).where(NodeRow.kind == "narrator")).all()

@@ -2,10 +2,10 @@ import sqlite3
 import threading
 
 import pytest
-
-from engine import NotAllowed, TurnCancelled, TurnFailed, TurnInProgress, NarratorError
-from narrators import BlockingNarrator, FailingNarrator, ScriptedNarrator
 from helpers import census, texts
+from narrators import BlockingNarrator, FailingNarrator, ScriptedNarrator
+
+from engine import NarratorError, NotAllowed, TurnCancelled, TurnFailed, TurnInProgress
 
 
 def test_streaming_delivers_every_chunk_in_order(wb, camp):
