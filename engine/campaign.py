@@ -18,6 +18,7 @@ from .errors import NotAllowed, NotFound
 from .store import CampaignRow, NodeRow, TurnRecordRow
 from .story import StoryTree, savepoints
 from .turns import TurnRequest, campaign_lock, run_turn
+from .context import Report
 from .views import Entry, SavePoint, Turn
 
 if TYPE_CHECKING:
@@ -124,6 +125,14 @@ class Campaign:
         """Another take of the newest narration; the old take is kept."""
         return self._play(TurnRequest("retry"), on_text, on_reasoning)
 
+    def context(self, text: str | None = None, *, mode: str | None = None):
+        """Dry run: the report the next turn would be built with (an `act` of
+        `text` if given, else a continue). Calls no model and loads none."""
+        from .turns import dry_run
+
+        request = TurnRequest(mode or ("act" if text else "continue"), text or "")
+        return dry_run(self._db, self.id, self.workbench.narrator, self.workbench.settings, request).report
+
     def stop(self) -> None:
         """Cancel the turn being narrated; it writes nothing."""
         if self._cancel is not None:
@@ -215,7 +224,7 @@ class Campaign:
                 take=[t.id for t in takes].index(node.id) + 1,
                 takes=len(takes),
                 narrator=record.narrator if record else "",
-                report=dict(record.report) if record else {},
+                report=Report(record.report) if record else Report(),
                 usage=dict(record.usage) if record else {},
                 accounting=dict(record.accounting) if record else {},
                 window=dict(record.window) if record else {},
@@ -249,11 +258,32 @@ class Campaign:
         return f"<Campaign {self.id} {self.title!r}>"
 
 
+SECTION_COLUMNS = {
+    "tok_system": ("narrator_rules", "emit_rule", "campaign_canon", "ai_instructions", "premise", "protagonist"),
+    "tok_knowledge": ("knowledge",),
+    "tok_history": ("history", "input"),
+    "tok_summary": ("story_summary",),
+    "tok_memories": ("memories",),
+    "tok_state": ("narrative_state",),
+    "tok_hints": ("length_hint", "reminder"),
+}
 RECORD_COLUMNS = [
     "turn", "node_id", "depth", "mode", "input", "text", "words", "take", "takes", "narrator",
-    "estimate_tokens", "prompt_tokens", "completion_tokens", "history_included", "prepare_ms",
-    "generate_ms", "created_at",
+    "budget", "window", "window_source", "window_verified", "estimate_tokens", *SECTION_COLUMNS,
+    "prompt_tokens", "completion_tokens", "accounting", "history_included", "history_total", "floor_depth",
+    "prepare_ms", "generate_ms", "created_at",
 ]
+
+
+def _section_tokens(report: dict) -> dict[str, int]:
+    out = dict.fromkeys(SECTION_COLUMNS, 0)
+    for section in report.get("sections", []):
+        name = section["name"]
+        for column, names in SECTION_COLUMNS.items():
+            if name in names or (column == "tok_knowledge" and name.startswith("knowledge")):
+                out[column] += section["tokens"]
+                break
+    return out
 
 
 def _record_row(turn, node, parent, record, take_count) -> dict:
@@ -272,10 +302,18 @@ def _record_row(turn, node, parent, record, take_count) -> dict:
         "take": take_count[0],
         "takes": take_count[1],
         "narrator": record.narrator if record else "",
-        "estimate_tokens": report.get("estimate"),
+        "budget": report.get("tokens", {}).get("budget"),
+        "window": (record.window or {}).get("tokens") if record else None,
+        "window_source": (record.window or {}).get("source") if record else None,
+        "window_verified": (record.window or {}).get("verified") if record else None,
+        "estimate_tokens": report.get("tokens", {}).get("estimate", report.get("estimate")),
+        **_section_tokens(report),
         "prompt_tokens": usage.get("prompt_tokens"),
         "completion_tokens": usage.get("completion_tokens"),
+        "accounting": (record.accounting or {}).get("status") if record else None,
         "history_included": report.get("history", {}).get("included"),
+        "history_total": report.get("history", {}).get("total"),
+        "floor_depth": report.get("history", {}).get("floor_depth"),
         "prepare_ms": timings.get("prepare_ms"),
         "generate_ms": timings.get("generate_ms"),
         "created_at": node.created_at,

@@ -84,3 +84,24 @@ def test_endpoint_narrator_is_refused_in_words_until_configured(db_path):
     wb = Workbench.open(db_path)
     with pytest.raises(WorkbenchError, match="needs endpoint_url"):
         wb.configure(narrator="endpoint")
+
+
+def test_context_dry_run_calls_no_model_and_writes_nothing(wb, camp, narrator):
+    from helpers import census
+
+    camp.act("go north")
+    before, prompts = census(wb), len(narrator.prompts)
+    report = camp.context("I listen at the door")
+    assert len(narrator.prompts) == prompts and census(wb) == before
+    assert "> I listen at the door." in report["story"]
+    assert report["history"]["total"] == 3
+    assert "context-report" in report._repr_html_() and "The exact prompt" in report._repr_html_()
+    assert "> You go north." in camp.context()["story"]
+
+
+def test_records_carry_token_columns(camp):
+    camp.act("go north")
+    row = camp.records().iloc[0]
+    assert row["tok_system"] > 0 and row["tok_history"] > 0 and row["tok_hints"] > 0
+    assert row["budget"] == 16384 and row["accounting"] == "fits"
+    assert row["history_total"] == 1  # the opening; the input is priced as protected

@@ -1,5 +1,21 @@
 """What the narrator is shown: one token counter and a pure builder."""
 from . import tokens
-from .assembly import Brief, Built, ContextOverflow, Line, build, render_line, safety_reserve
+from .builder import (
+    Brief,
+    Built,
+    ContextOverflow,
+    Inputs,
+    Knowledge,
+    build,
+    render_line,
+    safety_reserve,
+)
+from .history import HistorySource, Line, ListHistory, history_floor, trim_block
+from .length import length_hint
+from .report import Report
 
-__all__ = ["Brief", "Built", "ContextOverflow", "Line", "build", "render_line", "safety_reserve", "tokens"]
+__all__ = [
+    "tokens", "Brief", "Built", "ContextOverflow", "Inputs", "Knowledge", "build", "render_line",
+    "safety_reserve", "HistorySource", "Line", "ListHistory", "history_floor", "trim_block", "length_hint",
+    "Report",
+]

@@ -35,3 +35,9 @@ def count(text: str) -> int:
     if not text:
         return 0
     return len(encoding().encode(text, disallowed_special=()))
+
+
+def last(text: str, n: int) -> str:
+    """The end of `text` that fits in `n` tokens (an oversized newest node keeps its end)."""
+    ids = encoding().encode(text, disallowed_special=())
+    return encoding().decode(ids[-n:]) if n > 0 else ""

@@ -6,7 +6,7 @@ whose reply has already streamed and is accepted story.
 """
 from __future__ import annotations
 
-from ..context.assembly import safety_reserve
+from .window import safety_reserve
 
 __all__ = ["EXCEEDED", "FITS", "TRUNCATION_SUSPECTED", "UNKNOWN", "classify_usage"]
 

@@ -74,6 +74,10 @@ class LocalNarrator:
     def llama(self):
         return _load(self.n_ctx)
 
+    def peek_window(self) -> Window:
+        """The window without loading the model: it is the n_ctx we load it with."""
+        return Window(self.n_ctx, EMBEDDED, None, f"{self.n_ctx:,} tokens, the embedded model's n_ctx", True)
+
     def context_window(self) -> Window:
         tokens = self.llama.n_ctx()
         return Window(tokens, EMBEDDED, tokens, f"{tokens:,} tokens, the embedded model's n_ctx", True)

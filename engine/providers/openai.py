@@ -71,6 +71,10 @@ class OpenAINarrator:
         return windows.ensure_window(self.client, self.base_url, self.model,
                                      declared=self.declared_window, warm_timeout=self.timeout)
 
+    def peek_window(self) -> windows.Window:
+        """The window as far as the server can say without loading anything (dry runs)."""
+        return windows.probe(self.client, self.base_url, self.model, declared=self.declared_window)
+
     def _request(self, prompt: Prompt) -> tuple[str, dict]:
         body = {"model": self.model, "temperature": prompt.temperature, "max_tokens": prompt.max_tokens,
                 "stream": True, "stream_options": {"include_usage": True}}

@@ -1,6 +1,6 @@
 """The turn loop: input normalisation, the per-campaign lock, one turn."""
 from .inputs import direction_line, player_line
 from .locks import busy, campaign_lock
-from .runner import TurnRequest, run_turn
+from .runner import TurnRequest, dry_run, run_turn
 
 __all__ = ["TurnRequest", "busy", "campaign_lock", "direction_line", "player_line", "run_turn"]

@@ -26,11 +26,6 @@ from .inputs import direction_line, player_line
 
 __all__ = ["HISTORY_FETCH", "TurnRequest", "run_turn"]
 
-# The most story nodes one prompt could use: fetched newest-first so a long
-# campaign never reads its whole story for a turn. 400 nodes of even 40 tokens
-# overflow any budget the simple builder is given.
-HISTORY_FETCH = 400
-
 MODES = ("act", "direct", "continue", "retry")
 
 
@@ -49,6 +44,28 @@ class _Plan:
     retry_of: int | None
 
 
+class PathHistory:
+    """The story on one path, read newest first through the lineage clause."""
+
+    def __init__(self, session, path, end: int):
+        self.session, self.path = session, path
+        self.total = end + 1
+
+    def newest(self, n: int) -> list[context.Line]:
+        if self.total <= 0:
+            return []
+        return [context.Line(x.kind, x.text, x.depth) for x in self.path.nodes(self.session, newest=n)]
+
+
+def brief_of(campaign: CampaignRow) -> context.Brief:
+    rules = (campaign.canon or {}).get("rules") if isinstance(campaign.canon, dict) else None
+    return context.Brief(
+        campaign.title, campaign.premise, campaign.protagonist, campaign.ai_instructions,
+        campaign.authors_note, campaign.narration_length,
+        tuple(r for r in rules or [] if isinstance(r, str) and r.strip()),
+    )
+
+
 def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settings, window: Window) -> _Plan:
     with db.reading() as session:
         campaign = session.get(CampaignRow, campaign_id)
@@ -63,29 +80,10 @@ def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settin
             kind, text = "player", player_line(request.text)
         elif request.mode == "direct":
             kind, text = "direction", direction_line(request.text)
-        nodes = tree.path(end).nodes(session, newest=HISTORY_FETCH) if end >= 0 else []
-        lines = [context.Line(n.kind, n.text) for n in nodes]
-        if kind:
-            lines.append(context.Line(kind, text))
-        brief = context.Brief(
-            campaign.title, campaign.premise, campaign.protagonist,
-            campaign.ai_instructions, campaign.authors_note,
-        )
+        inputs = context.Inputs(pending=context.Line(kind, text, end + 1) if kind else None)
+        history = PathHistory(session, tree.path(end), end)
+        built = context.build(brief_of(campaign), history, settings, window, inputs)
         head = (campaign.head_branch_id, campaign.head_depth)
-    built = context.build(
-        brief,
-        lines,
-        rules=settings.narrator_prompt,
-        budget=settings.context_budget,
-        max_output=settings.max_output_tokens,
-        window=window.tokens,
-        history_total=end + 1 + (1 if kind else 0),
-    )
-    built.report["window"] = {
-        "tokens": window.tokens, "source": window.source, "verified": window.verified,
-        "detail": window.detail, "capped": bool(window.tokens and window.tokens < settings.context_budget),
-        "preflight": window.preflight,
-    }
     return _Plan(head, kind, text, built, retry_of)
 
 
@@ -121,6 +119,13 @@ def _stream(narrator, prompt, on_text, on_reasoning, cancel):
     return "".join(text), "".join(reasoning).strip() or None, usage
 
 
+def dry_run(db: Database, campaign_id: int, narrator: Narrator, settings: Settings, request: TurnRequest):
+    """The context the next turn would be given, with no model call and no model load."""
+    peek = getattr(narrator, "peek_window", None)
+    window = peek() if peek else narrator.context_window()
+    return _plan(db, campaign_id, request, settings, window).built
+
+
 def run_turn(
     db: Database,
     campaign_id: int,
@@ -147,7 +152,7 @@ def run_turn(
         raise TurnFailed("The narrator returned no story text, so nothing was written. Retry, or check the model.")
     report = plan.built.report
     accounting = classify_usage(
-        usage.as_dict(), estimate=report["estimate"], budget=report["budget"]["effective"],
+        usage.as_dict(), estimate=report["tokens"]["estimate"], budget=report["tokens"]["budget"],
         max_output_tokens=settings.max_output_tokens, window_verified=window.verified,
     )
     timings = {
@@ -177,7 +182,7 @@ def _commit(db, campaign_id, plan, prose, raw, reasoning, usage, narrator, windo
             TurnRecordRow(
                 node_id=node.id,
                 narrator=narrator.model_id,
-                report=plan.built.report,
+                report=dict(plan.built.report),
                 usage=usage.as_dict(),
                 window=window.as_dict(),
                 accounting=accounting,

@@ -1,0 +1,278 @@
+"""The context builder: what the narrator is shown, under one token budget.
+
+Pure: it makes no network call and writes nothing. The turn gathers the
+window, memories, knowledge and state first and passes them in; history is
+read through a `HistorySource`, newest first, only as far as it can fit.
+
+Order, for prefix caching (a server reuses the longest unchanged prefix):
+the static system block first; then the history, which only grows at its
+end except when the block floor steps; then the volatile sections from least
+to most volatile (summary, knowledge by ascending authority, memories, state)
+so a section that changes does not re-price the cached prefix above it; and
+the length hint and reminder last.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..errors import TurnFailed
+from ..providers.base import CONTINUE_HINT
+from ..providers.window import Window, effective_budget, safety_reserve
+from . import tokens
+from .history import HistorySource, Line, history_floor, trim_block
+from .length import length_hint
+from .report import Report
+
+__all__ = [
+    "Brief", "Inputs", "Knowledge", "Built", "build", "ContextOverflow", "render_line", "safety_reserve",
+    "SEPARATOR", "AUTHORS_NOTE_DEPTH", "STORY_SECTION_SLOTS", "KNOWLEDGE_SHARE",
+]
+
+SEPARATOR = "\n\n"
+# The author's note sits this many history lines from the end: close enough
+# to steer the next passage, far enough not to read as the last thing said.
+AUTHORS_NOTE_DEPTH = 3
+# Story sections that can be joined after pricing: history, author's note,
+# input, summary, knowledge (3 classes), memories, state, length hint,
+# reminder. Each costs one separator, priced up front.
+STORY_SECTION_SLOTS = 11
+# Knowledge spends at most this share of what remains after the protected
+# context, before history is sized: what knowledge spends, history does not get.
+KNOWLEDGE_SHARE = 0.33
+# First history read; doubled until the budget is covered or the story ends.
+FIRST_FETCH = 64
+# trim_block counts rows the size of one reply, i.e. turns; a turn here is two
+# nodes (input and narration) and depth counts nodes. Measured on the 60-turn,
+# 2,048-token check: with the block in raw nodes (2) the floor stepped on every
+# turn and no two prompts shared their prefix; in nodes per turn (4) it holds
+# every other turn with > 85% of the story prefix shared.
+NODES_PER_TURN = 2
+
+
+class ContextOverflow(TurnFailed):
+    """What may not be dropped does not fit the budget: no prompt can be built."""
+
+
+class Knowledge(Protocol):
+    """Retrieved knowledge as the builder needs it (see engine.knowledge)."""
+
+    def system_sections(self, budget: int) -> list[tuple[str, str]]:
+        """The knowledge rule and always-in-force Canon: static, protected."""
+        ...
+
+    def select(self, tokens_available: int) -> tuple[list[tuple[str, str]], dict]:
+        """Retrieved passages as (label, text) sections, ascending authority, and a report."""
+        ...
+
+
+@dataclass(frozen=True)
+class Brief:
+    """The campaign's standing text."""
+
+    title: str = ""
+    premise: str = ""
+    protagonist: str = ""
+    ai_instructions: str = ""
+    authors_note: str = ""
+    narration_length: str = ""
+    canon_rules: tuple[str, ...] = ()
+
+
+@dataclass
+class Inputs:
+    """What the turn gathered before building: nothing here is fetched by the builder."""
+
+    pending: Line | None = None
+    summary: str = ""
+    summary_info: dict = field(default_factory=dict)
+    memories: Sequence[dict] = ()
+    memory_report: dict = field(default_factory=dict)
+    knowledge: Knowledge | None = None
+    state_text: str = ""
+    emit_rule: str = ""
+    reminder: str = ""
+    derived: Sequence[dict] = ()
+
+
+@dataclass
+class Built:
+    system: str
+    story: str
+    report: Report
+
+
+def render_line(line: Line) -> str:
+    if line.kind == "direction":
+        return f"[Story direction from the player: {line.text}]"
+    return line.text
+
+
+def _system_sections(rules: str, brief: Brief, inputs: Inputs, budget: int) -> list[tuple[str, str, str]]:
+    out = [("narrator_rules", rules, "always: the narrator's standing rules")]
+    if inputs.emit_rule:
+        out.append(("emit_rule", inputs.emit_rule, "always: how to report what the turn established"))
+    if brief.canon_rules:
+        body = "\n".join(f"- {r}" for r in brief.canon_rules)
+        out.append(("campaign_canon", f"Campaign canon. These are true and nothing may contradict them:\n{body}",
+                    "always: the campaign's own rules, the highest authority"))
+    if inputs.knowledge is not None:
+        out += [(label, text, "always: imported-knowledge framing and Canon marked always-include")
+                for label, text in inputs.knowledge.system_sections(budget)]
+    if brief.ai_instructions:
+        out.append(("ai_instructions", brief.ai_instructions, "always: the campaign's instructions"))
+    if brief.premise:
+        out.append(("premise", f"The story's premise: {brief.premise}", "always: set when the campaign was made"))
+    if brief.protagonist:
+        out.append(("protagonist", f"The player's character is {brief.protagonist}.", "always: the protagonist"))
+    return [s for s in out if s[1].strip()]
+
+
+def _live_sections(inputs: Inputs) -> list[tuple[str, str, str]]:
+    out = []
+    if inputs.summary.strip():
+        out.append(("story_summary", f"Story summary:\n{inputs.summary.strip()}", "the summary valid at this point"))
+    if inputs.memories:
+        lines = "\n".join(("- [inferred] " if m.get("authority") == "heuristic" else "- ") + m["text"]
+                          for m in inputs.memories)
+        out.append(("memories", "Memories from earlier in the story. Lines marked [inferred] are interpretation, "
+                    f"not established fact; do not treat them as settled:\n{lines}",
+                    f"{len(inputs.memories)} retrieved by similarity to the recent story"))
+    return out
+
+
+def _final_sections(settings, brief: Brief, inputs: Inputs) -> list[tuple[str, str, str]]:
+    out = []
+    if inputs.state_text.strip():
+        out.append(("narrative_state", inputs.state_text, "the authoritative state at the head"))
+    hint = length_hint(settings.max_output_tokens, brief.narration_length)
+    if hint:
+        out.append(("length_hint", hint, "from the reply cap and the campaign's narration length"))
+    if inputs.reminder:
+        out.append(("reminder", inputs.reminder, "keeps the emit protocol fresh"))
+    return out
+
+
+def _cost(sections) -> int:
+    return sum(tokens.count(text) for _, text, _ in sections)
+
+
+def _overflow(protected, reserved, transport, output, safety, budget, configured) -> ContextOverflow:
+    message = (f"The protected context needs {protected:,} tokens ({reserved:,} of prompt that may not be "
+               f"dropped, {transport:,} of formatting, {output:,} reserved for the reply and a {safety:,}-token "
+               f"safety reserve) but the context budget is {budget:,}. ")
+    if budget < configured:
+        message += ("That budget is what the server was found to accept, so raising the setting will not help: "
+                    "load the model with a larger window, or lower max_output_tokens, or shorten the campaign's "
+                    "canon and instructions.")
+    else:
+        message += ("Raise the context budget (wb.configure(context_budget=...)), lower max_output_tokens, or "
+                    "shorten the campaign's canon and instructions.")
+    return ContextOverflow(message)
+
+
+def _fetch(history: HistorySource, budget: int) -> list[Line]:
+    """The newest lines that could fit, and no more: a long story is never read whole."""
+    n = FIRST_FETCH
+    while True:
+        lines = list(history.newest(n))
+        cost = sum(tokens.count(render_line(x)) + 1 for x in lines)
+        if cost > budget or len(lines) >= history.total or len(lines) < n:
+            return lines
+        n *= 2
+
+
+def _window_history(lines: list[Line], budget: int, max_output: int) -> tuple[list[str], dict]:
+    sep = tokens.count(SEPARATOR)
+    texts = [render_line(x) for x in lines]
+    costs = [tokens.count(t) + sep for t in texts]
+    block = trim_block(budget, max_output) * NODES_PER_TURN
+    floor = history_floor([x.depth for x in lines], costs, budget, block)
+    start = 0
+    if floor is not None:
+        start = next((i for i, x in enumerate(lines) if x.depth >= floor), len(lines))
+        if start == len(lines):
+            floor, start = None, 0
+    chosen, spent, truncated = [], 0, False
+    for text, cost in zip(reversed(texts[start:]), reversed(costs[start:]), strict=True):
+        if spent + cost > budget:
+            if not chosen and budget > sep:  # one oversized newest node: keep its end
+                text = tokens.last(text, budget - sep)
+                chosen.append(text)
+                spent += tokens.count(text) + sep
+                truncated = True
+            break
+        chosen.append(text)
+        spent += cost
+    chosen.reverse()
+    info = {"included": len(chosen), "fetched": len(lines), "oldest_truncated": truncated,
+            "floor_depth": floor, "trim_block": block, "spent": spent}
+    return chosen, info
+
+
+def build(brief: Brief, history: HistorySource, settings, window: Window | None, inputs: Inputs | None = None) -> Built:
+    inputs = inputs or Inputs()
+    configured = settings.context_budget
+    budget = effective_budget(configured, window)
+    system_sections = _system_sections(settings.narrator_prompt, brief, inputs, budget)
+    live, final = _live_sections(inputs), _final_sections(settings, brief, inputs)
+    pending = render_line(inputs.pending) if inputs.pending else ""
+    note = f"[Author's note: {brief.authors_note}]" if brief.authors_note.strip() else ""
+    reserved = _cost(system_sections) + _cost(live) + _cost(final) + tokens.count(pending) + tokens.count(note)
+    transport = tokens.count(SEPARATOR) * (len(system_sections) + STORY_SECTION_SLOTS) + tokens.count(CONTINUE_HINT)
+    output, safety = max(0, settings.max_output_tokens), safety_reserve(budget)
+    protected = reserved + transport + output + safety
+    if protected >= budget:
+        raise _overflow(protected, reserved, transport, output, safety, budget, configured)
+    available = budget - protected
+    knowledge_sections, knowledge_report = [], {}
+    if inputs.knowledge is not None:
+        picked, knowledge_report = inputs.knowledge.select(int(available * KNOWLEDGE_SHARE))
+        knowledge_sections = [(label, text, "retrieved: relevant to the recent story") for label, text in picked]
+    knowledge_spent = sum(tokens.count(t) + tokens.count(SEPARATOR) for _, t, _ in knowledge_sections)
+    history_budget = max(0, available - knowledge_spent)
+    chosen, info = _window_history(_fetch(history, history_budget), history_budget, output)
+    if note:
+        chosen.insert(max(0, len(chosen) - AUTHORS_NOTE_DEPTH), note)
+    story_sections = [("history", SEPARATOR.join(chosen), f"newest {info['included']} of {history.total} nodes")]
+    if pending:
+        story_sections.append(("input", pending, "the reader's input for this turn"))
+    story_sections += live[:1] + knowledge_sections + live[1:] + final
+    system = SEPARATOR.join(text for _, text, _ in system_sections)
+    story = SEPARATOR.join(text for _, text, _ in story_sections if text)
+    total = tokens.count(system) + tokens.count(story)
+    estimate = total + (tokens.count(CONTINUE_HINT) if settings.api_mode != "completion" else tokens.count(SEPARATOR))
+    report = Report({
+        "builder": "v2",
+        "sections": [{"name": n, "part": "system", "tokens": tokens.count(t), "why": w, "text": t}
+                     for n, t, w in system_sections]
+                    + [{"name": n, "part": "story", "tokens": tokens.count(t), "why": w, "text": t}
+                       for n, t, w in story_sections if t],
+        "prompt": {"system": system, "story": story},
+        "system": system,
+        "story": story,
+        "tokens": {"total": total, "budget": budget, "configured_budget": configured, "output_reserve": output,
+                   "protected": reserved, "available_for_history": available, "history_spent": info["spent"],
+                   "knowledge_spent": knowledge_spent, "transport": transport, "safety_reserve": safety,
+                   "estimate": estimate},
+        "budget": {"configured": configured, "effective": budget, "reserve": safety, "max_output": output},
+        "window": _window_report(window, configured),
+        "history": {**info, "total": history.total},
+        "estimate": estimate,
+        "cards": [],
+        "memories": dict(inputs.memory_report),
+        "summary": dict(inputs.summary_info),
+        "knowledge": knowledge_report,
+        "derived": list(inputs.derived),
+    })
+    return Built(system, story, report)
+
+
+def _window_report(window: Window | None, configured: int) -> dict:
+    if window is None:
+        return {"verified": False, "tokens": None, "source": "unknown", "model_max": None,
+                "detail": "not checked", "capped": False}
+    return {"verified": window.verified, "tokens": window.tokens, "source": window.source,
+            "model_max": window.model_max, "detail": window.detail,
+            "capped": bool(window.tokens and window.tokens < configured), "preflight": window.preflight}
