@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -18,7 +19,10 @@ from .errors import NotAllowed, NotFound
 from .store import CampaignRow, NodeRow, TurnRecordRow
 from .story import StoryTree, savepoints
 from .turns import TurnRequest, campaign_lock, run_turn
+from . import narrative
 from .context import Report
+from .store.narrative_tables import StateEventRow
+from .turns.runner import narrative_step
 from .views import Entry, SavePoint, Turn
 
 if TYPE_CHECKING:
@@ -27,6 +31,25 @@ if TYPE_CHECKING:
 __all__ = ["Campaign"]
 
 TextCallback = Callable[[str], None] | None
+
+
+@dataclass(frozen=True)
+class Correction:
+    """What a correction changed, and what it refused (with the reason)."""
+
+    applied: list
+    refused: list
+    changes: list
+
+    @property
+    def message(self) -> str:
+        done = f"Applied {len(self.applied)} correction(s)."
+        if not self.refused:
+            return done
+        return done + " Refused: " + "; ".join(f"{_event_name(e)}: {r}" for e, r in self.refused) + "."
+
+    def __repr__(self) -> str:
+        return self.message
 
 
 class Campaign:
@@ -104,9 +127,11 @@ class Campaign:
                 node_id = run_turn(
                     self._db, self.id, self.workbench.narrator, self.workbench.settings, request,
                     on_text=on_text, on_reasoning=on_reasoning, cancel=self._cancel,
+                    embedder=self.workbench.embedder_or_none(),
                 )
             finally:
                 self._cancel = None
+        self.workbench.after_turn(self.id)
         return self.turn(node_id)
 
     def act(self, text: str, *, on_text: TextCallback = None, on_reasoning: TextCallback = None) -> Turn:
@@ -131,7 +156,108 @@ class Campaign:
         from .turns import dry_run
 
         request = TurnRequest(mode or ("act" if text else "continue"), text or "")
-        return dry_run(self._db, self.id, self.workbench.narrator, self.workbench.settings, request).report
+        return dry_run(self._db, self.id, self.workbench.narrator, self.workbench.settings, request,
+                       self.workbench.embedder_or_none()).report
+
+    # ------------------------------------------------------------ narrative state
+    def correct(self, events, note: str = "") -> Correction:
+        """Your corrections outrank the story: applied to the state at the head
+        and kept in its snapshot. Refused events come back with the reason."""
+        events = [events] if isinstance(events, dict) else list(events)
+
+        def go(tree: StoryTree) -> Correction:
+            node = tree.head_node()
+            if node is None:
+                raise NotAllowed("There is no story yet to correct.")
+            before = dict(tree.campaign.state or {})
+            at = {"branch_id": node.branch_id, "depth": node.depth}
+            outcome = narrative.apply(before, events, source="correction", at=at)
+            if not outcome.accepted:
+                raise NotAllowed("Nothing was corrected: " + "; ".join(
+                    f"{_event_name(e)}: {r}" for e, r in outcome.rejected) + ".")
+            node.state_after = outcome.state
+            tree.campaign.state = outcome.state
+            for item in outcome.accepted:
+                tree.session.add(StateEventRow(campaign_id=self.id, node_id=node.id, source="correction",
+                                               event=item["event"], note=note))
+            for event, reason in outcome.rejected:
+                tree.session.add(StateEventRow(campaign_id=self.id, node_id=node.id, source="correction",
+                                               event=event if isinstance(event, dict) else {"raw": repr(event)},
+                                               accepted=False, reason=str(reason), note=note))
+            return Correction([i["event"] for i in outcome.accepted],
+                              [(e, str(r)) for e, r in outcome.rejected],
+                              narrative.describe_diff(narrative.diff(before, outcome.state)))
+        return self._change("correct the state", go)
+
+    def events(self) -> pd.DataFrame:
+        """The audit list: every proposed or corrected event, applied or refused, and whether
+        it lies on the story being read."""
+        with self._db.reading() as s:
+            path = self._tree(s).path()
+            rows = s.execute(select(StateEventRow, NodeRow.branch_id, NodeRow.depth)
+                             .join(NodeRow, NodeRow.id == StateEventRow.node_id, isouter=True)
+                             .where(StateEventRow.campaign_id == self.id).order_by(StateEventRow.id)).all()
+            data = [{"id": e.id, "node_id": e.node_id, "depth": depth, "source": e.source,
+                     "type": _event_name(e.event), "event": e.event, "accepted": e.accepted, "reason": e.reason,
+                     "note": e.note, "on_path": path.contains(branch, depth)} for e, branch, depth in rows]
+        return pd.DataFrame(data, columns=["id", "node_id", "depth", "source", "type", "event", "accepted",
+                                           "reason", "note", "on_path"])
+
+    def stored_replies(self) -> list[tuple[int, str]]:
+        """Every narration ever stored (all takes, all lines): what the leak count reads."""
+        with self._db.reading() as s:
+            return list(s.execute(select(NodeRow.id, NodeRow.text).where(
+                NodeRow.campaign_id == self.id, NodeRow.kind == "narrator").order_by(NodeRow.id)).all())
+
+    # ------------------------------------------------------------ memory
+    @property
+    def memories(self):
+        """The memory bank (all of it, forgotten ones included): a DataFrame via
+        `.frame()`, and pin / unpin / edit / delete / add."""
+        from .memory.view import MemoryBank
+
+        return MemoryBank(self)
+
+    @property
+    def summary(self) -> str:
+        """The story summary valid where the story is being read ("" if none yet)."""
+        from .memory import current
+
+        with self._db.reading() as s:
+            row = current(s, self._tree(s).path())
+            return row.text if row else ""
+
+    def set_summary(self, text: str) -> None:
+        """Your own summary, anchored at the head like a generated one."""
+        from .memory.summary import record
+
+        self._change("set the summary", lambda tree: record(tree.session, tree.campaign, text,
+                                                                source_start=None, trigger="manual"))
+
+    def summaries(self) -> pd.DataFrame:
+        """Every summary ever written, with whether it applies at the head."""
+        from .memory.summary import SummaryRow
+
+        with self._db.reading() as s:
+            path = self._tree(s).path()
+            rows = s.scalars(select(SummaryRow).where(SummaryRow.campaign_id == self.id).order_by(SummaryRow.id)).all()
+            return pd.DataFrame([{"id": r.id, "depth": r.depth, "source_start": r.source_start, "source_end": r.source_end,
+                                  "trigger": r.trigger, "eligible": path.contains(r.branch_id, r.depth), "text": r.text}
+                                 for r in rows], columns=["id", "depth", "source_start", "source_end", "trigger",
+                                                          "eligible", "text"])
+
+    def derived(self) -> pd.DataFrame:
+        """ok / idle / failed for each kind of derived work, with the reason."""
+        from .memory.derived import status, status_frame
+
+        with self._db.reading() as s:
+            return status_frame(status(s, self.id))
+
+    def wait_derived(self, timeout: float | None = None) -> None:
+        """Block until background derived work for this campaign has finished."""
+        from .memory.derived import wait
+
+        wait(self._db, self.id, timeout)
 
     def stop(self) -> None:
         """Cancel the turn being narrated; it writes nothing."""
@@ -175,13 +301,19 @@ class Campaign:
         if not text:
             raise NotAllowed("An edit needs the corrected text; to remove a turn, use undo.")
 
+        extraction = narrative.split(text)
+        if not extraction.prose.strip():
+            raise NotAllowed("The edit has no story text left once its state block is set aside.")
+
         def go(tree: StoryTree) -> int:
             node = tree.node(node_id)
             if node.kind != "narrator":
                 raise NotAllowed("Only narration can be edited; to change what you did, undo and act again.")
             before = tree.node_at(node.depth - 1, tree_path(tree, node)) if node.depth > 0 else None
             state = dict(before.state_after or {}) if before is not None else {}
-            return tree.add_take(node, text, state, edited=True).id
+            take = tree.add_take(node, extraction.prose.strip(), state, edited=True, raw_text=text)
+            narrative_step(tree.session, tree.campaign, take, state, extraction)
+            return take.id
         return self.turn(self._change("edit", go))
 
     def save_point(self, name: str, note: str = "") -> SavePoint:
@@ -318,6 +450,10 @@ def _record_row(turn, node, parent, record, take_count) -> dict:
         "generate_ms": timings.get("generate_ms"),
         "created_at": node.created_at,
     }
+
+
+def _event_name(event) -> str:
+    return event.get("type", "?") if isinstance(event, dict) else type(event).__name__
 
 
 def _entry(node: NodeRow, take: int = 1, takes: int = 1) -> Entry:

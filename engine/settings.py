@@ -43,6 +43,12 @@ class Settings:
     context_window_override: int | None = None
     embedder: str = "local"  # "local" (embedded MiniLM), "endpoint", or "none"
     embedding_model: str = ""
+    # Ask the narrator to append a ```state block of typed events each turn.
+    state_protocol: bool = True
+    memory_enabled: bool = True
+    auto_summarize: bool = True
+    memory_top_k: int = 5  # memories recalled per turn
+    memory_capacity: int = 200  # active memories kept before the least recently used are forgotten
 
     def check(self) -> Settings:
         problems = []
@@ -62,6 +68,10 @@ class Settings:
             problems.append(f"timeout_seconds must be between 30 and 3600, not {self.timeout_seconds}")
         if self.context_window_override is not None and not 256 <= self.context_window_override <= 200_000:
             problems.append("context_window_override must be between 256 and 200,000 tokens, or None")
+        if not 1 <= self.memory_top_k <= 50:
+            problems.append(f"memory_top_k must be between 1 and 50, not {self.memory_top_k}")
+        if self.memory_capacity < 1:
+            problems.append("memory_capacity must be at least 1")
         if self.embedder not in ("local", "endpoint", "none"):
             problems.append(f"embedder must be 'local', 'endpoint' or 'none', not {self.embedder!r}")
         if self.embedder == "endpoint" and not (self.endpoint_url and self.embedding_model):

@@ -111,6 +111,26 @@ class Workbench:
                 self._embedder = OpenAIEmbedder(self._settings.endpoint_url, self._settings.embedding_model)
         return self._embedder
 
+    def embedder_or_none(self) -> Embedder | None:
+        try:
+            return self.embedder
+        except WorkbenchError:
+            return None
+
+    def after_turn(self, campaign_id: int) -> None:
+        """Derived work after a turn's commit: inline when opened with
+        background=False (deterministic experiments), else in a thread."""
+        from .memory.derived import run_derived, schedule
+
+        def job():
+            run_derived(self.db, campaign_id, narrator=self.narrator, embedder=self.embedder_or_none(),
+                        settings=self._settings)
+
+        if self.background:
+            schedule(self.db, campaign_id, job)
+        else:
+            job()
+
     def test_connection(self) -> ConnectionReport:
         """Reachability, the models offered, the window found and how, and a
         warning in words when the budget is capped or could not be checked."""

@@ -7,7 +7,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from narrators import BlockingNarrator, CountingNarrator, FailingNarrator, ScriptedNarrator
+from narrators import BagOfWordsEmbedder, BlockingNarrator, CountingNarrator, FailingNarrator, ScriptedNarrator  # noqa: E402
 
 from engine import Workbench
 
@@ -25,7 +25,7 @@ def narrator():
 @pytest.fixture
 def wb(db_path, narrator):
     bench = Workbench.open(db_path, background=False)
-    bench.configure(narrator=narrator)
+    bench.configure(narrator=narrator, embedder=BagOfWordsEmbedder())
     yield bench
     bench.close()
 
@@ -36,7 +36,7 @@ def camp(wb):
                            opening="You stand at the mouth of a sea cave.")
 
 
-__all__ = ["BlockingNarrator", "CountingNarrator", "FailingNarrator", "ScriptedNarrator"]
+__all__ = ["BagOfWordsEmbedder", "BlockingNarrator", "CountingNarrator", "FailingNarrator", "ScriptedNarrator"]
 
 
 @pytest.fixture

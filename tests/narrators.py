@@ -76,3 +76,62 @@ class BlockingNarrator(ScriptedNarrator):
         self.started.set()
         self.release.wait(10)
         yield Text(" second third")
+
+
+class BagOfWordsEmbedder:
+    """Deterministic embeddings: texts sharing words point the same way."""
+
+    model_id = "test-bag-of-words"
+
+    def __init__(self, dim: int = 64):
+        self.dim = dim
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts):
+        import numpy as np
+
+        self.calls.append(list(texts))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                word = word.strip(".,;:!?\"'")
+                if len(word) > 3:
+                    out[row, sum(map(ord, word)) % self.dim] += 1.0
+        return out
+
+
+class TaskNarrator(ScriptedNarrator):
+    """Narrates 'Narration N.', and answers derived-work tasks recognisably:
+    a memory echoes the excerpt's last line, a summary carries its base and events."""
+
+    model_id = "task"
+
+    def __init__(self, fail_tasks: tuple[str, ...] = (), memory_reply=None):
+        super().__init__()
+        self.fail_tasks = fail_tasks
+        self.memory_reply = memory_reply
+        self.turns = 0
+        self.requests: dict[str, list[str]] = {"memory": [], "summary": []}
+
+    def execute(self, prompt):
+        if prompt.task in self.fail_tasks:
+            from engine.errors import NarratorError
+
+            raise NarratorError("the summary model is unreachable")
+        if prompt.task == "memory":
+            self.requests["memory"].append(prompt.story)
+            excerpt = prompt.story.split("Story excerpt:\n\n", 1)[1].rsplit("\n\nMemory:", 1)[0]
+            reply = self.memory_reply(excerpt) if self.memory_reply else "MEM[" + excerpt.split("\n\n")[-1][:60] + "]"
+            yield Text(reply)
+            return
+        if prompt.task == "summary":
+            self.requests["summary"].append(prompt.story)
+            current = prompt.story.split("Current story summary:\n", 1)[1].split("\n\nNew events", 1)[0]
+            events = prompt.story.split("New events since the last update:\n", 1)[1].rsplit("\n\nUpdated summary:", 1)[0]
+            base = "" if current == "(none yet)" else current + " | "
+            yield Text((base + events.replace("\n", " "))[:1500])
+            return
+        self.prompts.append(prompt)
+        self.turns += 1
+        yield Text(f"Narration {self.turns}.")
+        yield Usage(prompt_tokens=10, completion_tokens=2)

@@ -29,6 +29,13 @@ class Prompt:
     story: str
     max_tokens: int = 200
     temperature: float = 0.8
+    # "narrate" continues the story (the provider appends CONTINUE_HINT);
+    # anything else ("memory", "summary") is an instruction answered as asked.
+    task: str = "narrate"
+
+    @property
+    def user_text(self) -> str:
+        return f"{self.story}\n\n{CONTINUE_HINT}" if self.task == "narrate" else self.story
 
 
 @dataclass(frozen=True)

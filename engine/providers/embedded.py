@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import NarratorError, NarratorUnavailable
-from .base import CONTINUE_HINT, Chunk, Prompt, Reasoning, Text, Usage
+from .base import Chunk, Prompt, Reasoning, Text, Usage
 from .window import EMBEDDED, Window
 
 __all__ = ["DEFAULT_N_CTX", "LocalNarrator", "model_path"]
@@ -86,7 +86,7 @@ class LocalNarrator:
         llama = self.llama
         messages = [
             {"role": "system", "content": prompt.system},
-            {"role": "user", "content": f"{prompt.story}\n\n{CONTINUE_HINT}"},
+            {"role": "user", "content": prompt.user_text},
         ]
         produced = 0
         with _generate_lock:

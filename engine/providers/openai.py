@@ -9,7 +9,7 @@ import httpx
 
 from ..errors import NarratorError
 from . import window as windows
-from .base import CONTINUE_HINT, Chunk, Prompt, Reasoning, Text, Usage
+from .base import Chunk, Prompt, Reasoning, Text, Usage
 from .endpoints import EndpointRefused, check
 from .http import bounded_timeout, make_client
 
@@ -79,7 +79,7 @@ class OpenAINarrator:
         body = {"model": self.model, "temperature": prompt.temperature, "max_tokens": prompt.max_tokens,
                 "stream": True, "stream_options": {"include_usage": True}}
         messages = [{"role": "system", "content": prompt.system},
-                    {"role": "user", "content": f"{prompt.story}\n\n{CONTINUE_HINT}"}]
+                    {"role": "user", "content": prompt.user_text}]
         if self.api_mode == "completion":
             body["prompt"] = "\n\n".join(f"{ROLE_LABELS[m['role']]}: {m['content']}" for m in messages) + "\n\nAssistant:"
             return f"{self.base_url}/completions", body

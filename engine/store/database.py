@@ -54,12 +54,10 @@ class Database:
 
     @contextmanager
     def reading(self) -> Iterator[Session]:
-        """A session that only reads: nothing it does is ever committed."""
+        """A session that only reads: nothing it does is ever committed (closing
+        discards it), and rows read through it stay readable afterwards."""
         with self._sessions() as session:
-            try:
-                yield session
-            finally:
-                session.rollback()
+            yield session
 
     @contextmanager
     def writing(self) -> Iterator[Session]:

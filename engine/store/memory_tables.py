@@ -1,16 +1,118 @@
-"""The memory tables: their migration step (SQL) and their ORM mapping.
+"""The memory tables: memories, summaries and the derived-work status.
 
-Kept beside each other so the parity test in tests/store/test_migrations.py
-can hold them together.
+Memories and summaries carry a story coordinate (branch, depth): whether one
+applies is decided by the lineage clause, exactly like a story node, so a
+fork sees its ancestors' memories and an Undo makes later ones ineligible
+without deleting anything.
 """
 from __future__ import annotations
 
+from datetime import datetime
 from sqlite3 import Connection
 
-from .models import Base  # noqa: F401  (ORM classes for these tables subclass Base)
+from sqlalchemy import Boolean, DateTime, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
 
-__all__ = ["migrate"]
+from .models import Base, utcnow
+
+__all__ = ["migrate", "MemoryRow", "SummaryRow", "DerivedStatusRow"]
+
+_DDL = [
+    """CREATE TABLE memories (
+        id INTEGER PRIMARY KEY,
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+        text TEXT NOT NULL DEFAULT '',
+        branch_id INTEGER REFERENCES branches(id) ON DELETE CASCADE,
+        depth INTEGER,
+        source_start INTEGER,
+        source_end INTEGER,
+        authority VARCHAR(20) NOT NULL DEFAULT 'accepted_story',
+        pinned BOOLEAN NOT NULL DEFAULT 0,
+        forgotten BOOLEAN NOT NULL DEFAULT 0,
+        use_count INTEGER NOT NULL DEFAULT 0,
+        last_used_at DATETIME,
+        vector BLOB,
+        vector_model VARCHAR(200) NOT NULL DEFAULT '',
+        created_at DATETIME NOT NULL
+    )""",
+    "CREATE INDEX ix_memories_campaign ON memories (campaign_id)",
+    "CREATE INDEX ix_memories_coordinate ON memories (branch_id, depth)",
+    """CREATE TABLE summaries (
+        id INTEGER PRIMARY KEY,
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+        text TEXT NOT NULL DEFAULT '',
+        branch_id INTEGER REFERENCES branches(id) ON DELETE CASCADE,
+        depth INTEGER,
+        source_start INTEGER,
+        source_end INTEGER,
+        "trigger" VARCHAR(20) NOT NULL DEFAULT 'interval',
+        model_name VARCHAR(200) NOT NULL DEFAULT '',
+        created_at DATETIME NOT NULL
+    )""",
+    "CREATE INDEX ix_summaries_campaign ON summaries (campaign_id, depth)",
+    """CREATE TABLE derived_status (
+        id INTEGER PRIMARY KEY,
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+        kind VARCHAR(20) NOT NULL,
+        status VARCHAR(20) NOT NULL DEFAULT 'idle',
+        detail TEXT NOT NULL DEFAULT '',
+        failures INTEGER NOT NULL DEFAULT 0,
+        last_attempt_at DATETIME,
+        last_success_at DATETIME,
+        CONSTRAINT uq_derived_kind UNIQUE (campaign_id, kind)
+    )""",
+]
 
 
 def migrate(db: Connection) -> None:
-    """Creates the memory tables (filled in by the memory work)."""
+    for statement in _DDL:
+        db.execute(statement)
+
+
+class MemoryRow(Base):
+    __tablename__ = "memories"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
+    text: Mapped[str] = mapped_column(Text, default="")
+    branch_id: Mapped[int | None] = mapped_column(ForeignKey("branches.id", ondelete="CASCADE"), nullable=True)
+    depth: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    source_start: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    source_end: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    authority: Mapped[str] = mapped_column(String(20), default="accepted_story")
+    pinned: Mapped[bool] = mapped_column(Boolean, default=False)
+    forgotten: Mapped[bool] = mapped_column(Boolean, default=False)
+    use_count: Mapped[int] = mapped_column(Integer, default=0)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    vector: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True, deferred=True)
+    vector_model: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class SummaryRow(Base):
+    __tablename__ = "summaries"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
+    text: Mapped[str] = mapped_column(Text, default="")
+    branch_id: Mapped[int | None] = mapped_column(ForeignKey("branches.id", ondelete="CASCADE"), nullable=True)
+    depth: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    source_start: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    source_end: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    trigger: Mapped[str] = mapped_column(String(20), default="interval")
+    model_name: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class DerivedStatusRow(Base):
+    __tablename__ = "derived_status"
+    __table_args__ = (UniqueConstraint("campaign_id", "kind", name="uq_derived_kind"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(20))
+    status: Mapped[str] = mapped_column(String(20), default="idle")
+    detail: Mapped[str] = mapped_column(Text, default="")
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    last_attempt_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    last_success_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)

@@ -13,7 +13,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .. import context
+from .. import context, memory, narrative
+from ..store.narrative_tables import StateEventRow
+from ..memory.derived import status as derived_status
 from ..errors import NarratorError, NotAllowed, TurnCancelled, TurnFailed
 from ..providers import Narrator, Prompt, Reasoning, Text, Usage
 from ..providers.accounting import classify_usage
@@ -42,6 +44,8 @@ class _Plan:
     input_text: str
     built: context.Built
     retry_of: int | None
+    memory_ids: list[int]
+    state_before: dict
 
 
 class PathHistory:
@@ -66,7 +70,22 @@ def brief_of(campaign: CampaignRow) -> context.Brief:
     )
 
 
-def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settings, window: Window) -> _Plan:
+def _gather(session, db: Database, campaign_id: int, path, settings: Settings, embedder) -> tuple[dict, list[int]]:
+    """Memories, summary and derived status for the builder: read-only."""
+    remembered = memory.Recall()
+    if settings.memory_enabled:
+        remembered = memory.recall(session, campaign_id, path, embedder, settings.memory_top_k, str(db.path))
+    summary = memory.current(session, path)
+    fields = {
+        "memories": remembered.used, "memory_report": remembered.report,
+        "summary": summary.text if summary else "", "summary_info": memory.provenance(summary),
+        "derived": derived_status(session, campaign_id),
+    }
+    return fields, remembered.ids
+
+
+def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settings, window: Window,
+          embedder=None) -> _Plan:
     with db.reading() as session:
         campaign = session.get(CampaignRow, campaign_id)
         tree = StoryTree(session, campaign)
@@ -80,11 +99,16 @@ def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settin
             kind, text = "player", player_line(request.text)
         elif request.mode == "direct":
             kind, text = "direction", direction_line(request.text)
-        inputs = context.Inputs(pending=context.Line(kind, text, end + 1) if kind else None)
-        history = PathHistory(session, tree.path(end), end)
-        built = context.build(brief_of(campaign), history, settings, window, inputs)
+        path = tree.path(end)
+        before = tree.node_at(end, path) if end >= 0 else None
+        state = dict(before.state_after or {}) if before is not None else {}
+        gathered, memory_ids = _gather(session, db, campaign_id, path, settings, embedder)
+        protocol = {"state_text": narrative.render_state(state), "emit_rule": narrative.EMIT_RULE,
+                    "reminder": narrative.EMIT_REMINDER} if settings.state_protocol else {}
+        inputs = context.Inputs(pending=context.Line(kind, text, end + 1) if kind else None, **gathered, **protocol)
+        built = context.build(brief_of(campaign), PathHistory(session, path, end), settings, window, inputs)
         head = (campaign.head_branch_id, campaign.head_depth)
-    return _Plan(head, kind, text, built, retry_of)
+    return _Plan(head, kind, text, built, retry_of, memory_ids, state)
 
 
 def _stream(narrator, prompt, on_text, on_reasoning, cancel):
@@ -119,11 +143,12 @@ def _stream(narrator, prompt, on_text, on_reasoning, cancel):
     return "".join(text), "".join(reasoning).strip() or None, usage
 
 
-def dry_run(db: Database, campaign_id: int, narrator: Narrator, settings: Settings, request: TurnRequest):
+def dry_run(db: Database, campaign_id: int, narrator: Narrator, settings: Settings, request: TurnRequest,
+            embedder=None):
     """The context the next turn would be given, with no model call and no model load."""
     peek = getattr(narrator, "peek_window", None)
     window = peek() if peek else narrator.context_window()
-    return _plan(db, campaign_id, request, settings, window).built
+    return _plan(db, campaign_id, request, settings, window, embedder).built
 
 
 def run_turn(
@@ -136,18 +161,20 @@ def run_turn(
     on_text: Callable[[str], None] | None = None,
     on_reasoning: Callable[[str], None] | None = None,
     cancel: threading.Event | None = None,
+    embedder=None,
 ) -> int:
     """Play one turn and return the id of the narration it wrote."""
     if request.mode not in MODES:
         raise NotAllowed(f"Unknown turn mode {request.mode!r}; use one of {', '.join(MODES)}.")
     started = time.perf_counter()
     window = narrator.context_window()
-    plan = _plan(db, campaign_id, request, settings, window)
+    plan = _plan(db, campaign_id, request, settings, window, embedder)
     prepared = time.perf_counter()
     prompt = Prompt(plan.built.system, plan.built.story, settings.max_output_tokens, settings.temperature)
     raw, reasoning, usage = _stream(narrator, prompt, on_text, on_reasoning, cancel)
     generated = time.perf_counter()
-    prose = raw.strip()
+    extraction = narrative.split(raw)
+    prose = extraction.prose.strip()
     if not prose:
         raise TurnFailed("The narrator returned no story text, so nothing was written. Retry, or check the model.")
     report = plan.built.report
@@ -159,10 +186,32 @@ def run_turn(
         "prepare_ms": round((prepared - started) * 1000, 2),
         "generate_ms": round((generated - prepared) * 1000, 2),
     }
-    return _commit(db, campaign_id, plan, prose, raw, reasoning, usage, narrator, window, accounting, timings)
+    return _commit(db, campaign_id, plan, prose, raw, reasoning, usage, narrator, window, accounting, timings,
+                   extraction)
 
 
-def _commit(db, campaign_id, plan, prose, raw, reasoning, usage, narrator, window, accounting, timings) -> int:
+def narrative_step(session, campaign, node, state: dict, extraction) -> dict:
+    """Apply what the narrator proposed to the state before the turn; the node
+    keeps the result as its snapshot and the head takes it."""
+    at = {"branch_id": node.branch_id, "depth": node.depth}
+    outcome = narrative.apply(state, extraction.events or [], source="narrator", at=at)
+    node.state_after = outcome.state
+    campaign.state = outcome.state
+    for item in outcome.accepted:
+        session.add(StateEventRow(campaign_id=campaign.id, node_id=node.id, source="narrator", event=item["event"]))
+    for event, reason in outcome.rejected:
+        session.add(StateEventRow(campaign_id=campaign.id, node_id=node.id, source="narrator",
+                                  event=event if isinstance(event, dict) else {"raw": repr(event)},
+                                  accepted=False, reason=str(reason)))
+    diff = narrative.diff(state, outcome.state)
+    return {"proposed": extraction.events is not None, "accepted": len(outcome.accepted),
+            "rejected": [{"event": e, "reason": str(r)} for e, r in outcome.rejected],
+            "removals": [{"rule": rule, "text": text[:300]} for rule, text in extraction.removals],
+            "changes": narrative.describe_diff(diff)}
+
+
+def _commit(db, campaign_id, plan, prose, raw, reasoning, usage, narrator, window, accounting, timings,
+            extraction) -> int:
     with db.writing() as session:
         campaign = session.get(CampaignRow, campaign_id)
         if (campaign.head_branch_id, campaign.head_depth) != plan.head:
@@ -171,13 +220,15 @@ def _commit(db, campaign_id, plan, prose, raw, reasoning, usage, narrator, windo
                 "changed it), so nothing was written. Look at the story and try again."
             )
         tree = StoryTree(session, campaign)
-        state = dict(campaign.state or {})
+        state = plan.state_before
         if plan.retry_of is not None:
             node = tree.add_take(tree.node(plan.retry_of), prose, state, raw_text=raw, reasoning=reasoning)
         else:
             if plan.input_kind:
                 tree.append(plan.input_kind, plan.input_text, state)
             node = tree.append("narrator", prose, state, raw_text=raw, reasoning=reasoning)
+        changes = narrative_step(session, campaign, node, state, extraction)
+        plan.built.report["narrative"] = changes
         session.add(
             TurnRecordRow(
                 node_id=node.id,
@@ -189,6 +240,7 @@ def _commit(db, campaign_id, plan, prose, raw, reasoning, usage, narrator, windo
                 timings=timings,
             )
         )
+        memory.record_use(session, plan.memory_ids)
         campaign.updated_at = utcnow()
         session.flush()
         return node.id

@@ -39,7 +39,7 @@ def test_context_for_the_next_turn(benchmark, tmp_path, turns):
     path = tmp_path / f"ctx{turns}.db"
     campaign_id = bulk_campaign(path, turns)
     wb = Workbench.open(path)
-    wb.configure(narrator=ScriptedNarrator(window=8192))
+    wb.configure(narrator=ScriptedNarrator(window=8192), embedder="none")
     camp = wb.campaign(campaign_id)
     camp.context("I listen")  # warm the token cache, as any turn after the first finds it
     report = benchmark(lambda: camp.context("I listen"))

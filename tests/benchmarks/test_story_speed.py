@@ -13,6 +13,9 @@ from engine import Workbench
 
 pytestmark = pytest.mark.benchmark
 TURNS = 1000
+# The foundation's own cost: derived work (memories, summaries, embeddings)
+# and the state protocol are measured by their own benchmarks.
+BARE = {"memory_enabled": False, "auto_summarize": False, "embedder": "none", "state_protocol": False}
 
 
 class Instant(ScriptedNarrator):
@@ -23,7 +26,7 @@ class Instant(ScriptedNarrator):
 def long_campaign(tmp_path_factory):
     path = tmp_path_factory.mktemp("bench") / "long.db"
     wb = Workbench.open(path, background=False)
-    wb.configure(narrator=Instant(["The lantern gutters, and somewhere below water drips on stone."]))
+    wb.configure(narrator=Instant(["The lantern gutters, and somewhere below water drips on stone."]), **BARE)
     camp = wb.new_campaign("Long", premise="A very long descent.", opening="The stair goes down.")
     for i in range(TURNS):
         camp.act(f"I go down another flight, step {i}")
@@ -47,7 +50,7 @@ def test_open_a_1000_turn_campaign(benchmark, long_campaign):
 def test_turn_engine_overhead_at_1000_turns(benchmark, long_campaign):
     path, campaign_id = long_campaign
     wb = Workbench.open(path)
-    wb.configure(narrator=Instant(["A door."]))
+    wb.configure(narrator=Instant(["A door."]), **BARE)
     camp = wb.campaign(campaign_id)
     camp.act("warm the token cache")
     turn = benchmark.pedantic(lambda: camp.act("I listen"), rounds=30, iterations=1)
@@ -58,7 +61,7 @@ def test_turn_engine_overhead_at_1000_turns(benchmark, long_campaign):
 def test_a_fork_adds_constant_rows(tmp_path):
     """Forking at turn 5 and at turn 300 writes the same number of rows."""
     wb = Workbench.open(tmp_path / "fork.db", background=False)
-    wb.configure(narrator=Instant(["Echo."]))
+    wb.configure(narrator=Instant(["Echo."]), **BARE)
     added = []
     for turns in (5, 300):
         camp = wb.new_campaign(f"F{turns}", opening="Start.")

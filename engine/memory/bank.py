@@ -1,0 +1,176 @@
+"""The memory bank: settled blocks of story become short memories.
+
+Where the bank stands is read from the story itself: the memory anchor is the
+furthest `source_end` among the memories on the path being played. So a
+memory is "written" only once its row exists (the cursor moves only on
+success), and after an Undo or a divergence the anchor rewinds by itself,
+because the abandoned line's memories are no longer on the path.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import func, select, update
+
+from ..providers import Prompt, Text
+from ..store import CampaignRow, NodeRow
+from ..store.memory_tables import MemoryRow
+from ..store.models import utcnow
+from ..story import StoryTree
+from ..story.lineage import Path
+from .authority import classify_authority
+from .prompts import MEMORY_SYSTEM, cast_brief, memory_request
+from .vectors import CACHE, pack
+
+__all__ = [
+    "MEMORY_INTERVAL", "MEMORY_START", "SETTLE_SLACK", "MAX_MEMORIES_PER_RUN", "MAX_EMBED_BATCH",
+    "on_path", "story_after", "memory_anchor", "due_block", "write_due_memories", "embed_pending",
+    "evict", "record_use", "set_vector", "generate",
+]
+
+MEMORY_INTERVAL = 6        # story nodes per memory
+MEMORY_START = 12          # no memories before the story has this many story nodes
+# One node of slack: a retry or a take switch only touches the newest node, so
+# a block ending on the tip is the one memory a reader can discard; waiting one
+# node costs nothing (the block is still in the history window).
+SETTLE_SLACK = 1
+MAX_MEMORIES_PER_RUN = 5   # caps catch-up after an import
+MAX_EMBED_BATCH = 32
+STORY_KINDS = ("player", "direction", "narrator")
+
+
+def on_path(path: Path):
+    return path.clause(MemoryRow.branch_id, MemoryRow.depth)
+
+
+def story_after(session, path: Path, after: int, limit: int | None = None) -> list[NodeRow]:
+    query = (select(NodeRow).where(path.clause(), NodeRow.depth > after, NodeRow.kind.in_(STORY_KINDS))
+             .order_by(NodeRow.depth))
+    return list(session.scalars(query.limit(limit) if limit else query))
+
+
+def memory_anchor(session, path: Path) -> int:
+    anchor = session.scalar(select(func.max(MemoryRow.source_end)).where(on_path(path)))
+    return -1 if anchor is None else anchor
+
+
+def _story_count(session, path: Path) -> int:
+    return session.scalar(select(func.count()).select_from(NodeRow).where(path.clause(), NodeRow.kind.in_(STORY_KINDS)))
+
+
+@dataclass(frozen=True)
+class Block:
+    nodes: list[tuple[int, int, str]]  # (branch id, depth, text)
+    brief: str
+
+    @property
+    def start(self) -> int:
+        return self.nodes[0][1]
+
+    @property
+    def end(self) -> tuple[int, int]:
+        return self.nodes[-1][0], self.nodes[-1][1]
+
+
+def due_block(session, campaign: CampaignRow) -> Block | None:
+    """The next settled block of MEMORY_INTERVAL story nodes, or None."""
+    tree = StoryTree(session, campaign)
+    path = tree.path()
+    anchor = memory_anchor(session, path)
+    after = story_after(session, path, anchor, MEMORY_INTERVAL + SETTLE_SLACK)
+    if len(after) < MEMORY_INTERVAL + SETTLE_SLACK or _story_count(session, path) < MEMORY_START:
+        return None
+    block = after[:MEMORY_INTERVAL]
+    return Block([(n.branch_id, n.depth, n.text) for n in block], cast_brief(campaign.protagonist, campaign.state))
+
+
+def generate(narrator, system: str, request: str, max_tokens: int, task: str) -> str:
+    """One derived-work call; the text of the reply, stripped."""
+    chunks = narrator.execute(Prompt(system, request, max_tokens=max_tokens, temperature=0.3, task=task))
+    return "".join(c.text for c in chunks if isinstance(c, Text)).strip()
+
+
+def write_due_memories(db, campaign_id: int, narrator, model_name: str = "") -> int:
+    """Write up to MAX_MEMORIES_PER_RUN memories; each read, call and write is its own step,
+    so no transaction spans a model call."""
+    written = 0
+    for _ in range(MAX_MEMORIES_PER_RUN):
+        with db.reading() as s:
+            block = due_block(s, s.get(CampaignRow, campaign_id))
+        if block is None:
+            break
+        text = generate(narrator, MEMORY_SYSTEM, memory_request(block.brief, [t for _, _, t in block.nodes]),
+                        max_tokens=160, task="memory")
+        if not text:
+            break
+        branch, depth = block.end
+        with db.writing() as s:
+            if s.scalar(select(MemoryRow.id).where(MemoryRow.branch_id == branch, MemoryRow.depth == depth,
+                                                   MemoryRow.source_start == block.start)):
+                break  # another runner wrote it meanwhile
+            s.add(MemoryRow(campaign_id=campaign_id, text=text, branch_id=branch, depth=depth,
+                            source_start=block.start, source_end=depth, authority=classify_authority(text)))
+        written += 1
+    return written
+
+
+def set_vector(session, memory: MemoryRow, vector, model_id: str, database: str) -> None:
+    """The only writer of a memory's vector; it drops the cached copy."""
+    memory.vector = pack(vector) if vector is not None else None
+    memory.vector_model = model_id if vector is not None else ""
+    CACHE.drop((database, memory.campaign_id), memory.id)
+
+
+def embed_pending(db, campaign_id: int, embedder) -> int:
+    """Embed up to MAX_EMBED_BATCH memories without a vector from this model
+    (a model switch re-embeds rather than mixing models)."""
+    with db.reading() as s:
+        pending = s.execute(
+            select(MemoryRow.id, MemoryRow.text)
+            .where(MemoryRow.campaign_id == campaign_id, MemoryRow.forgotten.is_(False),
+                   MemoryRow.vector_model != embedder.model_id)
+            .order_by(MemoryRow.id).limit(MAX_EMBED_BATCH)).all()
+    if not pending:
+        return 0
+    vectors = embedder.embed([text for _, text in pending])
+    with db.writing() as s:
+        for (memory_id, _), vector in zip(pending, vectors, strict=True):
+            row = s.get(MemoryRow, memory_id)
+            if row is not None:
+                set_vector(s, row, vector, embedder.model_id, str(db.path))
+    return len(pending)
+
+
+def evict(db, campaign_id: int, capacity: int) -> int:
+    """Forget the least recently used unpinned memories over capacity.
+
+    Recency first, use count only to break ties: ordering by count first froze
+    the bank (a new memory has count 0, so it was evicted in the run that
+    wrote it, every time). Forgotten memories are kept for display."""
+    with db.writing() as s:
+        active = s.scalar(select(func.count()).select_from(MemoryRow).where(
+            MemoryRow.campaign_id == campaign_id, MemoryRow.forgotten.is_(False)))
+        overflow = active - max(1, capacity)
+        if overflow <= 0:
+            return 0
+        ids = s.scalars(
+            select(MemoryRow.id)
+            .where(MemoryRow.campaign_id == campaign_id, MemoryRow.forgotten.is_(False), MemoryRow.pinned.is_(False))
+            .order_by(func.coalesce(MemoryRow.last_used_at, MemoryRow.created_at), MemoryRow.use_count, MemoryRow.id)
+            .limit(overflow)).all()
+        if ids:
+            s.execute(update(MemoryRow).where(MemoryRow.id.in_(ids)).values(forgotten=True))
+        return len(ids)
+
+
+def record_use(session, used_ids: list[int]) -> None:
+    """Counted in the turn's own commit: writing during retrieval held SQLite's
+    write lock for the whole model call."""
+    if used_ids:
+        session.execute(update(MemoryRow).where(MemoryRow.id.in_(used_ids))
+                        .values(use_count=MemoryRow.use_count + 1, last_used_at=utcnow())
+                        .execution_options(synchronize_session=False))
+
+
+Generate = Callable[[str, str], str]

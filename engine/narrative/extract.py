@@ -1,0 +1,716 @@
+"""Separating the story from the state block the narrator appends to it.
+
+Two failures matter, and they pull in opposite directions. Protocol left in
+the prose is shown to the reader and, worse, replayed as history, so the next
+prompt carries a second and older account of the state. Story taken out of
+the prose is lost writing. Every rule below therefore anchors on text this
+application owns (its fence label, its event names, its section headings, its
+hint wording) and never on what prose merely looks like; each has a
+look-alike test that must survive untouched.
+
+The reference system measured why this matters: in a 104-turn run with a
+small local narrator, the state section was pasted into the prose on 42 turns,
+and 10 turns ended inside an unfinished object because the reply hit its
+token limit.
+"""
+from __future__ import annotations
+
+import ast
+import bisect
+import itertools
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import render
+from .events import SPECS, is_event_type, vocabulary_for_prompt
+
+__all__ = [
+    "CONTINUE_HINT_PHRASE",
+    "EMIT_REMINDER",
+    "EMIT_RULE",
+    "LENGTH_HINT_OPENING",
+    "LENGTH_HINT_TAIL",
+    "RULES",
+    "RULE_DANGLING_JSON",
+    "RULE_DANGLING_STATE",
+    "RULE_EMPTY_FENCE",
+    "RULE_EVENT_CALL",
+    "RULE_INLINE_PROPOSAL",
+    "RULE_INSTRUCTION_TAIL",
+    "RULE_JSON_FENCE",
+    "RULE_LENGTH_HINT",
+    "RULE_PASTED_STATE",
+    "RULE_QUOTE_MARKER",
+    "RULE_SCENE_LINE",
+    "RULE_STATE_FENCE",
+    "RULE_STATE_HEADING",
+    "RULE_TRAILING_OBJECT",
+    "RULE_TRUNCATED_OBJECT",
+    "Extraction",
+    "split",
+]
+
+EMIT_RULE = (
+    "When the story part is done, append one fenced ```state block holding a JSON object with "
+    "an events list that records what this turn made true, and write nothing after it.\n"
+    "\n"
+    "Every value is ABSOLUTE: say how things stand now, never what changed or by how much. "
+    "These are the only events, and each must be written in exactly this form:\n"
+    f"{vocabulary_for_prompt()}\n"
+    "\n"
+    "Keys are short lower-case slugs and must be the keys the state you were shown already "
+    "uses; the keys in the example only stand in for real ones. Bring a person, place or "
+    "thing in with create_entity before any other event mentions it. When the turn "
+    "established nothing, send an empty events list.\n"
+    "Example:\n"
+    "```state\n"
+    '{"events": [{"type": "set_possession", "item": "item-1", "owner": "character-1"}, '
+    '{"type": "set_current_location", "entity": "character-1", "location": "location-1"}]}\n'
+    "```"
+)
+EMIT_REMINDER = (
+    "[Reminder: once the story part is finished, append the ```state block; its events list "
+    "holds what this turn established, and stays empty if nothing changed.]"
+)
+
+# The length hint's own words. engine/context/length.py builds the hint; these
+# copies are what an echo of it is recognised by, and a test holds the two
+# equal so they cannot drift apart without a failure.
+LENGTH_HINT_OPENING = "[Hard limit:"
+LENGTH_HINT_TAIL = "Bring the passage to a close well inside that limit."
+# The sentence of providers.base.CONTINUE_HINT a narrator parrots back; a copy,
+# not an import, so narrative never depends on providers (a test pins it).
+CONTINUE_HINT_PHRASE = "Write only the next passage of story text"
+
+# Rule ids, one per kind of removal, so an audit or a replay can say what came
+# out of a reply and why.
+RULE_STATE_FENCE = "state_fence"
+RULE_JSON_FENCE = "json_fence"
+RULE_TRAILING_OBJECT = "trailing_object"
+RULE_INLINE_PROPOSAL = "inline_proposal"
+RULE_EVENT_CALL = "event_call_line"
+RULE_PASTED_STATE = "pasted_state_section"
+RULE_LENGTH_HINT = "echoed_length_hint"
+RULE_INSTRUCTION_TAIL = "echoed_instruction_tail"
+RULE_DANGLING_STATE = "dangling_state_fence"
+RULE_DANGLING_JSON = "dangling_json_fence"
+RULE_TRUNCATED_OBJECT = "truncated_object"
+RULE_STATE_HEADING = "trailing_state_heading"
+RULE_QUOTE_MARKER = "bare_quote_marker"
+RULE_EMPTY_FENCE = "empty_dangling_fence"
+RULE_SCENE_LINE = "rendered_scene_line"
+RULES = (
+    RULE_STATE_FENCE, RULE_JSON_FENCE, RULE_TRAILING_OBJECT, RULE_INLINE_PROPOSAL,
+    RULE_EVENT_CALL, RULE_PASTED_STATE, RULE_LENGTH_HINT, RULE_INSTRUCTION_TAIL,
+    RULE_DANGLING_STATE, RULE_DANGLING_JSON, RULE_TRUNCATED_OBJECT, RULE_STATE_HEADING,
+    RULE_QUOTE_MARKER, RULE_EMPTY_FENCE, RULE_SCENE_LINE,
+)
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """`events` is None when no readable proposal was found, which is not the
+    same as [] (the narrator said nothing changed); `raw_block` keeps what was
+    found either way, so an unreadable proposal stays visible to the audit."""
+
+    prose: str
+    events: list | None
+    raw_block: str
+    removals: list[tuple[str, str]] = field(default_factory=list)
+
+
+_NAMES = "|".join(re.escape(name) for name in SPECS)
+# The label must end its line or run straight into the payload: "a ```state
+# block" inside a parroted reminder once read as a fence and cut the middle
+# out of a reply.
+_STATE_FENCE_RE = re.compile(r"```state[^\S\n]*(?:\n|(?=[\[{]))(.*?)```", re.DOTALL | re.IGNORECASE)
+_FENCE_TOKEN_RE = re.compile(r"```([A-Za-z]*)")
+_PROTOCOL_RE = re.compile(rf"""["']events["']\s*:|["']type["']\s*:\s*["'](?:{_NAMES})["']""", re.IGNORECASE)
+_EVENT_CALL_RE = re.compile(rf"^[ \t]*(?:>[ \t]*)?(?:{_NAMES})[ \t]*\(", re.IGNORECASE)
+_LINE_OBJECT_RE = re.compile(r"^[ \t]*(?:>[ \t]*)?\{", re.MULTILINE)
+_QUOTE_RE = re.compile(r"^[ \t]*>[ \t]?")
+_STATE_HEADING_RE = re.compile(r"^[ \t>*#_]*state[ \t*_:]*$", re.IGNORECASE)
+_DECORATION_RE = re.compile(r"^[\s#>*_]+|[\s*_]+$")
+# The hint's wording, in the project's form and the reference's; a narrator
+# rewords the front and keeps one of these. "[Hard limit: forty days]" has none.
+_HINT_WORDS_RE = re.compile(
+    r"must not (?:exceed|run past) \d+ words|stop short of about \d+|state block|well inside (?:that|the) limit",
+    re.IGNORECASE,
+)
+# A bracket closing the reply, or one the output limit cut off before it closed.
+_CLOSED_BRACKET_RE = re.compile(r"\[([^\[\]]*)\]\s*\Z")
+_OPEN_BRACKET_RE = re.compile(r"\[([^\[\]\n]*)\Z")
+_DANGLING_STATE_RE = re.compile(r"```state[^\S\n]*(?:\n|(?=[\[{])|\Z)", re.IGNORECASE)
+_DANGLING_JSON_RE = re.compile(r"```json\b((?:(?!```).)*)\Z", re.DOTALL | re.IGNORECASE)
+_EMPTY_OPENER_RE = re.compile(r"```(?:json)?[ \t]*", re.IGNORECASE)
+_SCENE_AT_RE = re.compile(r"\(at [^()\n]+\)\s*$")
+_BLANK_RUN_RE = re.compile(r"\n{3,}")
+_SPECIAL_RE = re.compile(r'[{}"\\]')
+# A state block is a few hundred characters; Python's literal parser is only
+# tried below this size, so a pathological reply cannot make it crawl.
+MAX_LITERAL_CHARS = 20_000
+
+
+# ------------------------------------------------------------ reading a block
+
+def _tolerant_load(raw: str) -> Any:
+    """Parses what a small model wrote, forgiving the slips small models make.
+
+    Trailing commas, typographic quotes, a note after the object and Python's
+    single quotes are each cheap to forgive, and a proposal lost to one of them
+    is a turn's state lost; anything worse is None, and the raw text is kept.
+    """
+    text = raw.strip()
+    if not text:
+        return None
+    straight = text.replace("“", '"').replace("”", '"')
+    for candidate in (text, straight, re.sub(r",\s*([}\]])", r"\1", straight)):
+        try:
+            return json.JSONDecoder().raw_decode(candidate)[0]
+        except ValueError:
+            pass
+    try:
+        return ast.literal_eval(text) if len(text) < MAX_LITERAL_CHARS else None
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+
+
+def _is_event(item: Any) -> bool:
+    return isinstance(item, dict) and is_event_type(item.get("type"))
+
+
+def _looks_like_proposal(parsed: Any) -> bool:
+    if isinstance(parsed, dict):
+        return isinstance(parsed.get("events"), list) or _is_event(parsed)
+    return isinstance(parsed, list) and bool(parsed) and all(map(_is_event, parsed))
+
+
+def _events_of(parsed: Any) -> list | None:
+    if isinstance(parsed, dict) and isinstance(parsed.get("events"), list):
+        return list(parsed["events"])
+    if _is_event(parsed):
+        return [parsed]
+    if isinstance(parsed, list) and all(isinstance(item, dict) for item in parsed):
+        return list(parsed)
+    return None
+
+
+def _reads_as_protocol(text: str) -> bool:
+    return bool(_PROTOCOL_RE.search(text))
+
+
+def _last_protocol(text: str) -> int:
+    """Where the last protocol marker starts, so "does protocol follow?" costs nothing."""
+    return max((m.start() for m in _PROTOCOL_RE.finditer(text)), default=-1)
+
+
+class _Braces:
+    """Where each object in a text closes, found in as few passes as possible.
+
+    A scan that meets a `{` outside any string is, from there on, in exactly
+    the state a fresh scan from that brace would be in, so one pass answers
+    for every brace it meets outside strings; only a brace it saw inside a
+    string needs a pass of its own. Scanning afresh from every candidate was
+    quadratic: 3 s for a 16 KB reply of brace lines.
+    """
+
+    def __init__(self, text: str):
+        self.text = text
+        self.known: dict[int, int | None] = {}
+
+    def end(self, start: int) -> int | None:
+        """Just past the brace closing the object opened at `start`, or None."""
+        if start not in self.known:
+            self._scan(start)
+        return self.known[start]
+
+    def _scan(self, start: int) -> None:
+        stack: list[int] = []
+        in_string, skip = False, -1
+        for match in _SPECIAL_RE.finditer(self.text, start):
+            char, position = match.group(), match.start()
+            if position == skip:
+                continue  # the character after a backslash
+            if in_string:
+                skip = position + 1 if char == "\\" else skip
+                in_string = char != '"'
+            elif char == '"':
+                in_string = True
+            elif char == "{":
+                stack.append(position)
+            elif char == "}" and stack:
+                self.known[stack.pop()] = position + 1
+        self.known.update(dict.fromkeys(stack))
+        self.known.setdefault(start, None)
+
+
+# ------------------------------------------------------------ the blocks
+
+@dataclass(frozen=True)
+class _Block:
+    """One proposal found in the text: where it sat, what it said, what came out."""
+
+    rule: str
+    start: int
+    end: int
+    raw: str
+    parsed: Any
+    cut: str
+
+
+def _block(rule: str, text: str, start: int, end: int, raw: str) -> _Block:
+    raw = raw.strip()
+    return _Block(rule, start, end, raw, _tolerant_load(raw), text[start:end])
+
+
+def _state_fences(text: str) -> list[_Block]:
+    return [_block(RULE_STATE_FENCE, text, m.start(), m.end(), m.group(1)) for m in _STATE_FENCE_RE.finditer(text)]
+
+
+def _json_fences(text: str) -> list[_Block]:
+    """Paired ```json or bare fences that hold a proposal; a story's own code stays."""
+    tokens = [t for t in _FENCE_TOKEN_RE.finditer(text) if t.group(1).lower() != "state"]
+    found = []
+    for opener, closer in zip(tokens[::2], tokens[1::2], strict=False):
+        if opener.group(1).lower() not in ("", "json"):
+            continue
+        block = _block(RULE_JSON_FENCE, text, opener.start(), closer.end(), text[opener.end():closer.start()])
+        if _looks_like_proposal(block.parsed) or _reads_as_protocol(block.raw):
+            found.append(block)
+    return found
+
+
+def _trailing_object(text: str) -> list[_Block]:
+    """The outermost object that closes exactly at the end of the reply, if a proposal."""
+    end, braces = len(text.rstrip()), _Braces(text)
+    for match in re.finditer(r"\{", text):
+        if braces.end(match.start()) == end:
+            start = _line_start_if_bare(text, match.start())
+            block = _block(RULE_TRAILING_OBJECT, text, start, end, text[match.start():end])
+            return [block] if _looks_like_proposal(block.parsed) else []
+    return []
+
+
+def _line_start_if_bare(text: str, position: int) -> int:
+    """Widens a cut to its line's start when only indentation or a `>` precede it."""
+    start = text.rfind("\n", 0, position) + 1
+    return start if not text[start:position].strip(" \t>") else position
+
+
+def _take_blocks(text: str) -> tuple[str, list[_Block]]:
+    """Every fenced or trailing proposal leaves the text, kinds in order of priority.
+
+    A ```state fence is the label we asked for, so it outranks a ```json or
+    bare fence, which outranks a bare object closing the reply. Each finder
+    reads the text the earlier ones left, so one block is never found twice.
+    """
+    blocks: list[_Block] = []
+    for finder in (_state_fences, _json_fences, _trailing_object):
+        found = finder(text)
+        if found:
+            blocks.extend(found)
+            text = _remove_spans(text, [(b.start, b.end) for b in found])
+    return text, blocks
+
+
+def _remove_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    pieces, cursor = [], 0
+    for start, end in sorted(spans):
+        pieces.append(text[cursor:start])
+        cursor = max(cursor, end)
+    pieces.append(text[cursor:])
+    return _BLANK_RUN_RE.sub("\n\n", "".join(pieces))
+
+
+# ------------------------------------------------------------ cleanup, one pass
+
+def _event_call_lines(text: str) -> tuple[str, list[str]]:
+    """R1: whole lines opening with a call to one of our events, outside code fences.
+
+    The names come from SPECS, so a story's own `open_door(north)` is no match.
+    """
+    kept, removed, in_fence = [], [], False
+    for line in text.split("\n"):
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
+        elif not in_fence and _EVENT_CALL_RE.match(line):
+            removed.append(line)
+            continue
+        kept.append(line)
+    return "\n".join(kept), removed
+
+
+def _is_state_heading(line: str) -> bool:
+    return bool(_STATE_HEADING_RE.match(line))
+
+
+def _heading_above(text: str, line_start: int) -> int:
+    """Widens a cut upwards over a bare `State` heading written just above it."""
+    before = text[:line_start].rstrip()
+    start = before.rfind("\n") + 1
+    return start if before and _is_state_heading(before[start:]) else line_start
+
+
+def _line_end(text: str, position: int) -> int:
+    end = text.find("\n", position)
+    return len(text) if end == -1 else end
+
+
+def _quoted_run(text: str, start: int) -> list[tuple[int, int]]:
+    """The spans of the consecutive `>`-quoted lines from `start`."""
+    spans = []
+    while start < len(text):
+        end = _line_end(text, start)
+        if not _QUOTE_RE.match(text[start:end]):
+            break
+        spans.append((start, end))
+        start = end + 1
+    return spans
+
+
+def _unquoted(text: str, spans: list[tuple[int, int]]) -> str:
+    return "\n".join(_QUOTE_RE.sub("", text[a:b], count=1) for a, b in spans)
+
+
+def _looks_json_ish(rest_of_line: str) -> bool:
+    """Whether an unclosed `{` line opens JSON rather than a story's stray brace."""
+    rest = rest_of_line.strip()
+    return not rest or rest[0] in "\"'{[" or _reads_as_protocol(rest)
+
+
+def _line_object(text: str, line_start: int, braces: _Braces) -> tuple[bool, _Block | None, int]:
+    """(closed, the block if it is a proposal on lines of its own, where the examined region ends).
+
+    A quoted object is read with its `>` markers off, across its run of quoted
+    lines; an unclosed quoted object takes its whole run with it.
+    """
+    spans = _quoted_run(text, line_start)
+    if spans:
+        body = _unquoted(text, spans)
+        opening = body.find("{")
+        closing = _Braces(body).end(opening)
+        if closing is None:
+            return False, None, spans[-1][1]
+        end = spans[body.count("\n", 0, closing)][1]
+    else:
+        body, opening = text, text.find("{", line_start)
+        closing = braces.end(opening)
+        if closing is None:
+            return False, None, _line_end(text, line_start)
+        end = _line_end(text, closing)
+    if body[closing:_line_end(body, closing)].strip():
+        return True, None, end  # prose after the brace: a story's own braces
+    block = _block(RULE_INLINE_PROPOSAL, text, _heading_above(text, line_start), end, body[opening:closing])
+    return True, (block if _looks_like_proposal(block.parsed) else None), end
+
+
+def _inline_proposals(text: str) -> tuple[str, list[_Block]]:
+    """Unfenced proposals on their own lines, quoted or not, anywhere in the reply.
+
+    Outermost first: a proposal's own event objects open lines too, and one of
+    them must never pass for the whole proposal. An unclosed object with
+    protocol after it ends the search, since everything after it lies inside it.
+    """
+    braces, last_marker = _Braces(text), _last_protocol(text)
+    found, skip_until = [], 0
+    for match in _LINE_OBJECT_RE.finditer(text):
+        if match.start() < skip_until:
+            continue
+        closed, block, skip_until = _line_object(text, match.start(), braces)
+        if not closed and match.start() <= last_marker:
+            break
+        if block is not None:
+            found.append(block)
+    if not found:
+        return text, []
+    whole_lines = [(b.start, b.end + text.startswith("\n", b.end)) for b in found]
+    return _remove_spans(text, whole_lines), found
+
+
+def _section_heading(line: str) -> str | None:
+    bare = _DECORATION_RE.sub("", line)
+    return bare if bare in render.SECTION_HEADINGS else None
+
+
+def _is_scene_line(line: str) -> bool:
+    bare = _DECORATION_RE.sub("", line)
+    return bare == render.HEADING_SCENE or bare.startswith(render.HEADING_SCENE + " ")
+
+
+def _scene_above(lines: list[str], index: int) -> int | None:
+    above = index - 1
+    while above >= 0 and not lines[above].strip():
+        above -= 1
+    return above if above >= 0 and _is_scene_line(lines[above]) else None
+
+
+def _is_entry(line: str) -> bool:
+    """An indented line under a heading, also when the whole paste was `>`-quoted."""
+    bare = _QUOTE_RE.sub("", line, count=1)
+    return bool(bare.strip()) and bare[:1] in (" ", "\t")
+
+
+def _pasted_block(lines: list[str], first: int) -> tuple[int, int, bool]:
+    """(start, last line, whether it qualifies) for a run opening with a heading.
+
+    It qualifies with two headings, a heading under a scene line, or a heading
+    with an indented entry; a lone "Held:" followed by prose is story.
+    """
+    scene = _scene_above(lines, first)
+    headings, entries, last = set(), 0, first
+    for index in range(first, len(lines)):
+        heading = _section_heading(lines[index])
+        if heading or _is_entry(lines[index]):
+            headings.update([heading] if heading else [])
+            entries += 0 if heading else 1
+            last = index
+        elif lines[index].strip():
+            break
+    qualifies = len(headings) >= 2 or scene is not None or entries > 0
+    return (first if scene is None else scene), last, qualifies
+
+
+def _pasted_sections(text: str) -> tuple[str, list[str]]:
+    """A copy of the rendered state section, pasted or imitated, keyed on our headings."""
+    lines = text.split("\n")
+    drop, removed, index = set(), [], 0
+    while index < len(lines):
+        if _section_heading(lines[index]) is None:
+            index += 1
+            continue
+        start, last, qualifies = _pasted_block(lines, index)
+        if qualifies:
+            drop.update(range(start, last + 1))
+            removed.append("\n".join(lines[start:last + 1]))
+        index = last + 1
+    if not removed:
+        return text, []
+    return _BLANK_RUN_RE.sub("\n\n", "\n".join(x for i, x in enumerate(lines) if i not in drop)), removed
+
+
+# ------------------------------------------------------------ cleanup, the tail
+
+def _is_length_hint(inner: str) -> bool:
+    return _opens_like_hint(inner) and bool(_HINT_WORDS_RE.search(inner))
+
+
+def _opens_like_hint(inner: str) -> bool:
+    return inner.lstrip().lower().startswith(LENGTH_HINT_OPENING[1:].lower())
+
+
+def _is_echoed_instruction(inner: str) -> bool:
+    low = inner.lower().strip()
+    return (
+        "```" in low
+        or low.startswith(("reminder:", "continue the story"))
+        or CONTINUE_HINT_PHRASE.lower() in low
+        or _is_length_hint(inner)
+        or ("state block" in low and "events list" in low)
+    )
+
+
+def _echoed_bracket(text: str, instruction_cut: bool) -> tuple[int, str] | None:
+    """R2/R5: a final bracket that is one of our instructions, closed or cut off.
+
+    Once one instruction came off, a bracket merely opening like the length
+    hint is taken too: a narrator rewords the rest. On its own, an in-world
+    "[Hard limit: forty days]" stays.
+    """
+    for pattern in (_CLOSED_BRACKET_RE, _OPEN_BRACKET_RE):
+        match = pattern.search(text)
+        if match is None:
+            continue
+        inner = match.group(1)
+        if _is_length_hint(inner):
+            return match.start(), RULE_LENGTH_HINT
+        if _is_echoed_instruction(inner) or (instruction_cut and _opens_like_hint(inner)):
+            return match.start(), RULE_INSTRUCTION_TAIL
+    return None
+
+
+def _dangling_state_fence(text: str) -> int | None:
+    """Our own label opens nothing but protocol, so an unclosed one ends the story."""
+    match = _DANGLING_STATE_RE.search(text)
+    return None if match is None else match.start()
+
+
+def _dangling_json_fence(text: str) -> int | None:
+    """An unclosed ```json goes only when what follows is ours: a story may leave code open."""
+    match = _DANGLING_JSON_RE.search(text)
+    if match is None:
+        return None
+    body = match.group(1).strip()
+    cut_at_start = body.startswith("{") and '"events"'.startswith(body[1:].strip())
+    return match.start() if cut_at_start or _reads_as_protocol(body) else None
+
+
+def _truncated_object(text: str) -> int | None:
+    """The outermost line-start object that never closes and reads as protocol.
+
+    A reply that hits its token limit ends inside its block. Cutting at the
+    outer brace matters: the finished event objects inside it close, and a cut
+    at the last of them left the list above it in the story. Quote markers
+    come off every line first, as a quoted block was truncated too.
+    """
+    lines = text.split("\n")
+    bare = [_QUOTE_RE.sub("", line, count=1) for line in lines]
+    starts, bare_starts = _line_starts(lines), _line_starts(bare)
+    body = "\n".join(bare)
+    braces, last_marker, index = _Braces(body), _last_protocol(body), 0
+    while index < len(lines):
+        if not _LINE_OBJECT_RE.match(lines[index]):
+            index += 1
+            continue
+        brace = bare[index].index("{")
+        closing = braces.end(bare_starts[index] + brace)
+        if closing is not None:
+            index = bisect.bisect_right(bare_starts, closing - 1)  # the line after the close
+        elif _looks_json_ish(bare[index][brace + 1:]):
+            return starts[index] if bare_starts[index] + brace <= last_marker else None
+        else:
+            index += 1
+    return None
+
+
+def _line_starts(lines: list[str]) -> list[int]:
+    return list(itertools.accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
+
+
+def _last_line_start(text: str) -> int | None:
+    """Where the final line begins, or None for a one-line reply, which is never cut away."""
+    position = text.rfind("\n")
+    return None if position == -1 else position + 1
+
+
+def _trailing_state_heading(text: str) -> int | None:
+    start = _last_line_start(text)
+    return start if start is not None and _is_state_heading(text[start:]) else None
+
+
+def _bare_quote_marker(text: str) -> int | None:
+    start = _last_line_start(text)
+    return start if start is not None and text[start:].strip() == ">" else None
+
+
+def _empty_fence_opener(text: str) -> int | None:
+    """R4: an empty ``` or ```json last line, only when it opens (odd fence count)."""
+    start = _last_line_start(text)
+    if start is None or not _EMPTY_OPENER_RE.fullmatch(text[start:].strip()):
+        return None
+    fences = sum(1 for line in text.split("\n") if line.lstrip().startswith("```"))
+    return start if fences % 2 else None
+
+
+def _trailing_scene_line(text: str, protocol_cut: bool) -> int | None:
+    """R3: the renderer's scene line left last, known by its `(at …)` or by company.
+
+    A screenplay's closing "Scene: Night." in a reply with no protocol stays.
+    """
+    start = _last_line_start(text)
+    if start is None or not text[start:].strip().startswith(render.HEADING_SCENE + " "):
+        return None
+    return start if protocol_cut or _SCENE_AT_RE.search(text[start:]) else None
+
+
+_TAIL_RULES = (
+    (RULE_DANGLING_STATE, _dangling_state_fence),
+    (RULE_DANGLING_JSON, _dangling_json_fence),
+    (RULE_TRUNCATED_OBJECT, _truncated_object),
+    (RULE_STATE_HEADING, _trailing_state_heading),
+    (RULE_QUOTE_MARKER, _bare_quote_marker),
+    (RULE_EMPTY_FENCE, _empty_fence_opener),
+)
+
+
+# ------------------------------------------------------------ putting it together
+
+class _Cleaner:
+    """The reply as cleanup leaves it, and each piece taken out, by rule."""
+
+    def __init__(self, text: str):
+        self.text = text.strip()
+        self.removals: list[tuple[str, str]] = []
+
+    def drop(self, rule: str, step) -> list:
+        """Runs a whole-text step, which returns the text and what it removed."""
+        text, removed = step(self.text)
+        self.text = _BLANK_RUN_RE.sub("\n\n", text).strip() if removed else self.text
+        self.removals += [(rule, (p.cut if isinstance(p, _Block) else p).strip()) for p in removed]
+        return removed
+
+    def cut_from(self, start: int, rule: str) -> None:
+        self.removals.append((rule, self.text[start:].strip()))
+        self.text = self.text[:start].rstrip()
+
+
+def _clean(text: str, *, after_block: bool) -> tuple[str, list[_Block], list[tuple[str, str]]]:
+    """Removes what the block extraction could not, then trims the tail until stable.
+
+    The tail loop repeats because one leftover hides another: a `State` heading
+    sat above an unfinished object, and a parroted reminder above an unclosed
+    fence. `after_block` says protocol already came out of this reply, which
+    makes a bare scene line at the end part of the same pasted tail.
+    """
+    cleaner = _Cleaner(text)
+    cleaner.drop(RULE_EVENT_CALL, _event_call_lines)
+    inline = cleaner.drop(RULE_INLINE_PROPOSAL, _inline_proposals)
+    cleaner.drop(RULE_PASTED_STATE, _pasted_sections)
+    protocol_cut, instruction_cut = after_block or bool(cleaner.removals), False
+    while True:
+        before = cleaner.text
+        bracket = _echoed_bracket(cleaner.text, instruction_cut)
+        if bracket is not None:
+            cleaner.cut_from(*bracket)
+            instruction_cut = True
+        for rule, finder in _TAIL_RULES:
+            start = finder(cleaner.text)
+            if start is not None:
+                cleaner.cut_from(start, rule)
+        protocol_cut = protocol_cut or cleaner.text != before
+        start = _trailing_scene_line(cleaner.text, protocol_cut)
+        if start is not None:
+            cleaner.cut_from(start, RULE_SCENE_LINE)
+        if cleaner.text == before:
+            return cleaner.text, inline, cleaner.removals
+
+
+def _audit_raw(whole: str, prose: str) -> str:
+    """What to keep as the raw block when no proposal was found.
+
+    A removed suffix is kept when it was protocol (an unfinished block, a fence,
+    a bracketed instruction); a pasted state section alone is not a proposal,
+    so it must not mark the turn as carrying an unreadable one.
+    """
+    if prose == whole:
+        return ""
+    if whole.startswith(prose):
+        removed = whole[len(prose):].strip()
+        keep = _reads_as_protocol(removed) or "```" in removed or removed.startswith("[")
+        return removed if keep else ""
+    return whole if _reads_as_protocol(whole) else ""
+
+
+def _chosen(blocks: list[_Block], inline: list[_Block]) -> _Block | None:
+    """The last block of the most explicit kind found, else the last inline one."""
+    if blocks:
+        return [b for b in blocks if b.rule == blocks[0].rule][-1]
+    return inline[-1] if inline else None
+
+
+def split(text: str) -> Extraction:
+    """The story, the proposed events (None when there is no readable proposal),
+    the raw block for the audit, and every removal with the rule that made it.
+
+    Nothing here consults the state or an entity: extraction is pure text, so
+    the same reply always splits the same way, at write time or on replay.
+    """
+    whole = (text or "").strip()
+    rest, blocks = _take_blocks(whole)
+    prose, inline, removals = _clean(rest, after_block=bool(blocks))
+    chosen = _chosen(blocks, inline)
+    removals = [(b.rule, b.cut.strip()) for b in blocks] + removals
+    if chosen is None:
+        return Extraction(prose, None, _audit_raw(whole, prose), removals)
+    return Extraction(prose, _events_of(chosen.parsed), chosen.raw, removals)
