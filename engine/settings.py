@@ -43,6 +43,9 @@ class Settings:
     context_window_override: int | None = None
     embedder: str = "local"  # "local" (embedded MiniLM), "endpoint", or "none"
     embedding_model: str = ""
+    # History block trim: one step gives up 1/trim_fraction of the window (see
+    # engine/context/history.py); 0 turns it off and the window slides by one node.
+    trim_fraction: int = 4
     # Ask the narrator to append a ```state block of typed events each turn.
     state_protocol: bool = True
     memory_enabled: bool = True
@@ -68,6 +71,8 @@ class Settings:
             problems.append(f"timeout_seconds must be between 30 and 3600, not {self.timeout_seconds}")
         if self.context_window_override is not None and not 256 <= self.context_window_override <= 200_000:
             problems.append("context_window_override must be between 256 and 200,000 tokens, or None")
+        if self.trim_fraction < 0:
+            problems.append("trim_fraction must be 0 (off) or a positive whole number")
         if not 1 <= self.memory_top_k <= 50:
             problems.append(f"memory_top_k must be between 1 and 50, not {self.memory_top_k}")
         if self.memory_capacity < 1:

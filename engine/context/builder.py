@@ -21,6 +21,7 @@ from ..errors import TurnFailed
 from ..providers.base import CONTINUE_HINT
 from ..providers.window import Window, effective_budget, safety_reserve
 from . import tokens
+from .history import TRIM_FRACTION as TRIM_FRACTION_DEFAULT
 from .history import HistorySource, Line, history_floor, trim_block
 from .length import length_hint
 from .report import Report
@@ -183,12 +184,12 @@ def _fetch(history: HistorySource, budget: int) -> list[Line]:
         n *= 2
 
 
-def _window_history(lines: list[Line], budget: int, max_output: int) -> tuple[list[str], dict]:
+def _window_history(lines: list[Line], budget: int, max_output: int, fraction: int) -> tuple[list[str], dict]:
     sep = tokens.count(SEPARATOR)
     texts = [render_line(x) for x in lines]
     costs = [tokens.count(t) + sep for t in texts]
-    block = trim_block(budget, max_output) * NODES_PER_TURN
-    floor = history_floor([x.depth for x in lines], costs, budget, block)
+    block = trim_block(budget, max_output, fraction) * NODES_PER_TURN if fraction else None
+    floor = history_floor([x.depth for x in lines], costs, budget, block) if block else None
     start = 0
     if floor is not None:
         start = next((i for i, x in enumerate(lines) if x.depth >= floor), len(lines))
@@ -232,7 +233,9 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
         knowledge_sections = [(label, text, "retrieved: relevant to the recent story") for label, text in picked]
     knowledge_spent = sum(tokens.count(t) + tokens.count(SEPARATOR) for _, t, _ in knowledge_sections)
     history_budget = max(0, available - knowledge_spent)
-    chosen, info = _window_history(_fetch(history, history_budget), history_budget, output)
+    fraction = getattr(settings, "trim_fraction", None)
+    chosen, info = _window_history(_fetch(history, history_budget), history_budget, output,
+                                   TRIM_FRACTION_DEFAULT if fraction is None else fraction)
     if note:
         chosen.insert(max(0, len(chosen) - AUTHORS_NOTE_DEPTH), note)
     story_sections = [("history", SEPARATOR.join(chosen), f"newest {info['included']} of {history.total} nodes")]

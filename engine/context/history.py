@@ -55,12 +55,12 @@ class ListHistory:
         return self.lines[-n:] if n > 0 else []
 
 
-def trim_block(history_budget: int, max_output_tokens: int) -> int:
+def trim_block(history_budget: int, max_output_tokens: int, fraction: int | None = None) -> int:
     """How many nodes one step drops: from settings, not the story, so it holds
     between turns. A reply is bounded by max_output_tokens, and a player line is
     small beside it, so that is the scale of one node."""
     fits = max(1, history_budget // max(1, max_output_tokens))
-    return max(MIN_TRIM_BLOCK, fits // TRIM_FRACTION)
+    return max(MIN_TRIM_BLOCK, fits // (fraction or TRIM_FRACTION))
 
 
 def history_floor(depths: Sequence[int | None], costs: Sequence[int], budget: int, block: int) -> int | None:

@@ -171,3 +171,11 @@ def test_without_depths_the_window_slides_and_the_prefix_is_lost():
     reports, stories = run_turns(depth=False)
     assert all(r["history"]["floor_depth"] is None for r in reports)
     assert max(shared_prefix(a, b) for a, b in zip(stories, stories[1:], strict=False)) < 0.10
+
+
+def test_trim_fraction_zero_slides_by_one_and_other_values_change_the_block():
+    off = build(Brief("W"), story(80), settings(context_budget=2048, trim_fraction=0), None).report["history"]
+    assert off["floor_depth"] is None and off["trim_block"] is None
+    two = build(Brief("W"), story(80), settings(context_budget=4096, trim_fraction=2), None).report["history"]
+    eight = build(Brief("W"), story(80), settings(context_budget=4096, trim_fraction=8), None).report["history"]
+    assert two["trim_block"] > eight["trim_block"]

@@ -1,0 +1,41 @@
+"""How much protocol the narrator leaves in what is stored.
+
+Plays a campaign with memory and summary on, then counts the stored narrator
+replies that the write-time cleanup would still change (the release gate is
+0), and tallies which cleanup rules fired while the turns were written.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from engine.narrative import count_leaks
+
+__all__ = ["INPUTS", "play", "rules_fired", "count"]
+
+INPUTS = ["walk to the lighthouse", "I knock on the keeper's door", '"Is anyone here?"', "climb the stairs",
+          "look at the lamp", "I read the logbook", "go back down", "search the cellar", "I light a candle",
+          "follow the footprints", "open the sea gate", "wait for the tide"]
+
+
+def play(camp, turns: int, progress: bool = True) -> list:
+    out = []
+    for i in tqdm(range(turns), desc="turns", disable=not progress):
+        out.append(camp.act(INPUTS[i % len(INPUTS)]))
+        camp.wait_derived()
+    return out
+
+
+def rules_fired(camp) -> pd.DataFrame:
+    """Which cleanup rules removed what, across the stored takes' records."""
+    tally = Counter()
+    for row in camp.records().itertuples():
+        for removal in camp.turn(row.node_id).report.get("narrative", {}).get("removals", []):
+            tally[removal["rule"]] += 1
+    return pd.DataFrame(sorted(tally.items()), columns=["rule", "removals"])
+
+
+def count(source) -> dict:
+    return count_leaks(source)

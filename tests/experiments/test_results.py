@@ -1,0 +1,57 @@
+import json
+
+import pandas as pd
+
+from experiments import accounting, block_trim
+from experiments.results import MIME, Results, read_metrics
+from experiments.scrub import scrub
+
+
+def test_results_write_a_sidecar_and_read_back_from_a_notebook(tmp_path):
+    r = Results("demo", tmp_path / "demo.json", parameters={"turns": 3})
+    r.record(ratio=__import__("numpy").float32(2.5), missing=float("nan"))
+    path = r.save()
+    saved = json.loads(path.read_text())
+    assert saved == {"experiment": "demo", "parameters": {"turns": 3}, "metrics": {"ratio": 2.5, "missing": None}}
+    nb = {"cells": [{"cell_type": "code", "outputs": [
+        {"output_type": "display_data", "data": {MIME: {"experiment": "demo", "metrics": {"a": 1}}}},
+        {"output_type": "display_data", "data": {MIME: {"experiment": "demo", "metrics": {"a": 2, "b": 3}}}}]}]}
+    (tmp_path / "x.ipynb").write_text(json.dumps(nb))
+    assert read_metrics(tmp_path / "x.ipynb") == {"a": 2, "b": 3}
+
+
+def test_scrub_removes_volatile_metadata(tmp_path):
+    nb = {"metadata": {"papermill": {"start_time": "t", "end_time": "t", "duration": 1.0, "input_path": "/a",
+                                     "output_path": "/b", "parameters": {"x": 1}}},
+          "cells": [{"cell_type": "code", "metadata": {"execution": {"x": 1}, "papermill": {"duration": 2,
+                                                                                             "status": "completed"}},
+                     "outputs": [], "source": ""}]}
+    path = tmp_path / "n.ipynb"
+    path.write_text(json.dumps(nb))
+    cleaned = json.loads(scrub(path).read_text())
+    assert cleaned["metadata"]["papermill"] == {"parameters": {"x": 1}}
+    assert cleaned["cells"][0]["metadata"] == {"papermill": {"status": "completed"}}
+
+
+def test_block_trim_summary_and_speedup():
+    rows = []
+    for fraction, evaluated, prefill in ((0, 1000, 2.0), (4, 100, 0.5)):
+        for turn in range(1, 5):
+            rows.append({"fraction": fraction, "turn": turn, "prompt_tokens": 1200, "reused_tokens": 1200 - evaluated,
+                         "evaluated_tokens": evaluated, "prefill_s": prefill, "turn_s": prefill + 1,
+                         "floor_depth": None if fraction == 0 else 10 + 2 * (turn // 3), "history_included": 9})
+    df = pd.DataFrame(rows)
+    table = block_trim.summarise(df)
+    assert table.loc[4, "floor_steps"] == 1 and table.loc[0, "floor_steps"] == 0
+    speed = block_trim.speedup(df, 4)
+    assert speed["prefill_ratio"] == 4.0 and speed["evaluated_ratio"] == 10.0
+
+
+def test_accounting_metrics_from_a_scripted_campaign(camp):
+    for text in ("go north", "go south"):
+        camp.act(text)
+    df = accounting.frame(camp)
+    m = accounting.metrics(df)
+    assert m["turns"] == 2 and m["verdicts"] == {"fits": 2}
+    assert 0 < m["max_estimate_share_of_budget"] < 1
+    assert (df[accounting.SECTIONS].sum(axis=1) > 0).all()
