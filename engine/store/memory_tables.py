@@ -69,8 +69,8 @@ def migrate(db: Connection) -> None:
         db.execute(statement)
 
 
-class MemoryRow(Base):
-    __tablename__ = "memories"
+class Anchored:
+    """Text written from a stretch of story, anchored at the node the stretch ends on."""
 
     id: Mapped[int] = mapped_column(primary_key=True)
     campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
@@ -79,6 +79,11 @@ class MemoryRow(Base):
     depth: Mapped[int | None] = mapped_column(Integer, nullable=True)
     source_start: Mapped[int | None] = mapped_column(Integer, nullable=True)
     source_end: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class MemoryRow(Anchored, Base):
+    __tablename__ = "memories"
+
     authority: Mapped[str] = mapped_column(String(20), default="accepted_story")
     pinned: Mapped[bool] = mapped_column(Boolean, default=False)
     forgotten: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -89,16 +94,9 @@ class MemoryRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
-class SummaryRow(Base):
+class SummaryRow(Anchored, Base):
     __tablename__ = "summaries"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
-    text: Mapped[str] = mapped_column(Text, default="")
-    branch_id: Mapped[int | None] = mapped_column(ForeignKey("branches.id", ondelete="CASCADE"), nullable=True)
-    depth: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    source_start: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    source_end: Mapped[int | None] = mapped_column(Integer, nullable=True)
     trigger: Mapped[str] = mapped_column(String(20), default="interval")
     model_name: Mapped[str] = mapped_column(String(200), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
