@@ -209,6 +209,15 @@ class Campaign:
             return list(s.execute(select(NodeRow.id, NodeRow.text).where(
                 NodeRow.campaign_id == self.id, NodeRow.kind == "narrator").order_by(NodeRow.id)).all())
 
+    # ------------------------------------------------------------ knowledge
+    @property
+    def knowledge(self):
+        """The imported knowledge library: add, list, passages, reclassify, enable /
+        disable, hide / show, always_include, delete, reindex, status."""
+        from .knowledge import Library
+
+        return Library(self._db, self.id, self.workbench.embedder_or_none)
+
     # ------------------------------------------------------------ memory
     @property
     def memories(self):

@@ -120,11 +120,18 @@ class Workbench:
     def after_turn(self, campaign_id: int) -> None:
         """Derived work after a turn's commit: inline when opened with
         background=False (deterministic experiments), else in a thread."""
+        from .knowledge import catch_up
         from .memory.derived import run_derived, schedule
+
+        def knowledge_step():
+            done = catch_up(self.db, campaign_id, self.embedder_or_none())
+            if done.error:
+                raise RuntimeError(done.words)
+            return done.embedded
 
         def job():
             run_derived(self.db, campaign_id, narrator=self.narrator, embedder=self.embedder_or_none(),
-                        settings=self._settings)
+                        settings=self._settings, knowledge_step=knowledge_step)
 
         if self.background:
             schedule(self.db, campaign_id, job)

@@ -38,9 +38,11 @@ class Recall:
         return [m["id"] for m in self.used]
 
 
-def query_text(session, path: Path) -> str:
-    nodes = story_after(session, path, -1)[-RECALL_NODES:] if path.depth >= 0 else []
-    return tokens.last("\n\n".join(n.text for n in nodes), RECALL_TOKENS)
+def query_text(session, path: Path, pending: str = "") -> str:
+    """The newest story nodes, the reader's new input counted among them."""
+    texts = [n.text for n in story_after(session, path, -1)[-RECALL_NODES:]] if path.depth >= 0 else []
+    texts = (texts + [pending])[-RECALL_NODES:] if pending else texts
+    return tokens.last("\n\n".join(texts), RECALL_TOKENS)
 
 
 def _catalogue(session, path: Path, model_id: str) -> list[tuple[int, bool, str]]:
@@ -49,11 +51,11 @@ def _catalogue(session, path: Path, model_id: str) -> list[tuple[int, bool, str]
         .where(on_path(path), MemoryRow.forgotten.is_(False), MemoryRow.vector_model == model_id)).all()
 
 
-def recall(session, campaign_id: int, path: Path, embedder, top_k: int, database: str) -> Recall:
+def recall(session, campaign_id: int, path: Path, embedder, top_k: int, database: str, pending: str = "") -> Recall:
     if embedder is None:
         return Recall(report={"used": [], "error": "No embedder is configured, so no memories are recalled."})
     catalogue = _catalogue(session, path, embedder.model_id)
-    query = query_text(session, path)
+    query = query_text(session, path, pending)
     if not catalogue or not query.strip():
         return Recall(report={"used": [], "considered": len(catalogue), "suppressed": [], "error": None})
     try:

@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .. import context, memory, narrative
+from .. import context, knowledge, memory, narrative
+from ..providers.window import effective_budget
 from ..store.narrative_tables import StateEventRow
 from ..memory.derived import status as derived_status
 from ..errors import NarratorError, NotAllowed, TurnCancelled, TurnFailed
@@ -70,11 +71,27 @@ def brief_of(campaign: CampaignRow) -> context.Brief:
     )
 
 
-def _gather(session, db: Database, campaign_id: int, path, settings: Settings, embedder) -> tuple[dict, list[int]]:
+def _knowledge(session, db: Database, campaign: CampaignRow, path, settings: Settings, window: Window,
+               embedder, state: dict, pending: str):
+    """The imported passages relevant to the recent story (None when the campaign has no library)."""
+    if not knowledge.has_sources(session, campaign.id):
+        return None
+    story = [n.text for n in memory.bank.story_after(session, path, -1)[-knowledge.QUERY_STORY_TEXTS:]] \
+        if path.depth >= 0 else []
+    story += [pending] if pending else []
+    names = [e.get("name", "") for e in (state.get("entities") or {}).values() if isinstance(e, dict)]
+    budget = effective_budget(settings.context_budget, window)
+    return knowledge.retrieve(db, campaign.id, knowledge.scene_query(story, [n for n in names if n]),
+                              embedder=embedder, budget_tokens=budget, context_tokens=budget, standing=names)
+
+
+def _gather(session, db: Database, campaign_id: int, path, settings: Settings, embedder,
+            pending: str) -> tuple[dict, list[int]]:
     """Memories, summary and derived status for the builder: read-only."""
     remembered = memory.Recall()
     if settings.memory_enabled:
-        remembered = memory.recall(session, campaign_id, path, embedder, settings.memory_top_k, str(db.path))
+        remembered = memory.recall(session, campaign_id, path, embedder, settings.memory_top_k, str(db.path),
+                                   pending)
     summary = memory.current(session, path)
     fields = {
         "memories": remembered.used, "memory_report": remembered.report,
@@ -102,10 +119,12 @@ def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settin
         path = tree.path(end)
         before = tree.node_at(end, path) if end >= 0 else None
         state = dict(before.state_after or {}) if before is not None else {}
-        gathered, memory_ids = _gather(session, db, campaign_id, path, settings, embedder)
+        gathered, memory_ids = _gather(session, db, campaign_id, path, settings, embedder, text)
         protocol = {"state_text": narrative.render_state(state), "emit_rule": narrative.EMIT_RULE,
                     "reminder": narrative.EMIT_REMINDER} if settings.state_protocol else {}
-        inputs = context.Inputs(pending=context.Line(kind, text, end + 1) if kind else None, **gathered, **protocol)
+        library = _knowledge(session, db, campaign, path, settings, window, embedder, state, text)
+        inputs = context.Inputs(pending=context.Line(kind, text, end + 1) if kind else None, knowledge=library,
+                                **gathered, **protocol)
         built = context.build(brief_of(campaign), PathHistory(session, path, end), settings, window, inputs)
         head = (campaign.head_branch_id, campaign.head_depth)
     return _Plan(head, kind, text, built, retry_of, memory_ids, state)

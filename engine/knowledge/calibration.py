@@ -1,0 +1,206 @@
+"""Semantic floors, measured per embedding model, and how to measure one.
+
+A floor is an absolute threshold on the raw cosine between the scene and a
+passage: at or above it, the semantic path has evidence; below it, none. It is
+a property of the model, not of the library: nomic-embed-text scores unrelated
+text around 0.36-0.56, MiniLM far lower, so one model's number applied to
+another is either blind (too high) or admits everything (too low). The second
+failure is the dangerous one: it would pass every test and put irrelevant text
+in every prompt. So a model with no measured entry gets no semantic admission
+at all, and the status says so.
+
+The registry is data (`calibration.json`), each entry carrying the measurement
+it came from. `calibrate` produces such a measurement: the targeted and
+off-topic populations of a pair set, scored through the production forms (the
+passage as its indexed line, the query as scene text), and a floor only when
+the two populations do not overlap.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import date
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from .chunking import index_line
+from .vectors import unit
+
+__all__ = [
+    "CALIBRATION_FILE",
+    "PAIRS_FILE",
+    "Calibration",
+    "PairSet",
+    "Population",
+    "calibrate",
+    "calibrated_models",
+    "calibration_key",
+    "entry_for",
+    "floor_for",
+    "load_pairs",
+    "registry",
+    "uncalibrated_note",
+]
+
+CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
+PAIRS_FILE = Path(__file__).with_name("pairs.json")
+
+
+def calibration_key(model_id: str | None) -> str:
+    """Registry key of a model id: lower-cased, trimmed, without an Ollama tag.
+
+    "nomic-embed-text:latest" and "NOMIC-EMBED-TEXT:v1.5" are builds of one
+    model with one scale. Only a single trailing ":tag" is dropped: an id with
+    more colons ("gguf:file.gguf:mean") names a configuration and is kept
+    whole, so two GGUF models can never share an entry.
+    """
+    key = (model_id or "").strip().lower()
+    if key.count(":") == 1:
+        key = key.split(":", 1)[0]
+    return key
+
+
+@lru_cache(maxsize=1)
+def registry() -> dict[str, dict]:
+    """{key: entry} from calibration.json (read once; tests may patch the dict)."""
+    data = json.loads(CALIBRATION_FILE.read_text(encoding="utf-8"))
+    return {calibration_key(k): v for k, v in data["models"].items()}
+
+
+def entry_for(model_id: str | None) -> dict | None:
+    key = calibration_key(model_id)
+    return registry().get(key) if key else None
+
+
+def floor_for(model_id: str | None) -> float | None:
+    """The measured floor, or None: None means no semantic admission, never
+    "borrow another model's number"."""
+    entry = entry_for(model_id)
+    return float(entry["floor"]) if entry else None
+
+
+def calibrated_models() -> list[str]:
+    return sorted(registry())
+
+
+def uncalibrated_note(model_id: str) -> str:
+    """Why a configured model does no semantic retrieval, in words."""
+    return (f"“{model_id}” has no measured relevance calibration here, so its similarity scores cannot be "
+            "trusted and semantic search stays off: retrieval is lexical only. Play and keyword search work as "
+            f"usual. Models with a measured floor: {', '.join(calibrated_models())}.")
+
+
+# ---------------------------------------------------------------- measuring
+@dataclass(frozen=True)
+class PairSet:
+    """Passages, scenes that target one of them, and scenes about none of them.
+
+    Every off-topic scene is scored against every passage.
+    """
+
+    passages: dict[str, dict]  # id -> {"heading", "text"}
+    targeted: list[dict]  # {"query", "passage"}
+    off_topic: list[str]
+    name: str = ""
+    sha256: str = ""
+
+    @property
+    def size(self) -> int:
+        return len(self.targeted) + len(self.off_topic) * len(self.passages)
+
+
+def load_pairs(path: str | Path | None = None) -> PairSet:
+    raw = Path(path or PAIRS_FILE).read_bytes()
+    data = json.loads(raw)
+    return PairSet(data["passages"], data["targeted"], data["off_topic"], data.get("name", ""),
+                   hashlib.sha256(raw).hexdigest())
+
+
+@dataclass(frozen=True)
+class Population:
+    n: int
+    min: float
+    p10: float
+    median: float
+    p95: float
+    max: float
+
+    @classmethod
+    def of(cls, scores: list[float]) -> Population:
+        a = np.asarray(scores, dtype=np.float64)
+        q = lambda p: round(float(np.percentile(a, p)), 4)  # noqa: E731
+        return cls(len(a), round(float(a.min()), 4), q(10), q(50), q(95), round(float(a.max()), 4))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """One measurement: both populations, every score, and the floor if any."""
+
+    model_id: str
+    targeted: Population
+    off_topic: Population
+    floor: float | None
+    pairs: str
+    pairs_sha256: str
+    measured_on: str
+    scores: list[dict] = field(default_factory=list, repr=False)
+
+    @property
+    def separated(self) -> bool:
+        return self.targeted.min > self.off_topic.max
+
+    @property
+    def words(self) -> str:
+        t, o = self.targeted, self.off_topic
+        head = (f"{self.model_id}: targeted n={t.n} min {t.min:.4f} median {t.median:.4f} max {t.max:.4f}; "
+                f"off-topic n={o.n} min {o.min:.4f} median {o.median:.4f} max {o.max:.4f}. ")
+        if self.floor is None:
+            return head + ("The populations overlap, so no floor can be proposed: this model gets no "
+                           "semantic admission until a pair set separates them.")
+        return head + (f"Proposed floor {self.floor} (margin {self.floor - o.max:.4f} above the off-topic "
+                       f"maximum, {t.min - self.floor:.4f} below the weakest targeted pair).")
+
+    def entry(self) -> dict:
+        """The registry entry this measurement justifies (no scores)."""
+        return {"floor": self.floor, "model_id": self.model_id, "measured_on": self.measured_on,
+                "pairs": self.pairs, "pairs_sha256": self.pairs_sha256,
+                "targeted": asdict(self.targeted), "off_topic": asdict(self.off_topic)}
+
+
+def propose_floor(targeted_min: float, off_topic_max: float) -> float | None:
+    """The middle of the gap, as round a number as stays strictly inside it;
+    None when there is no gap."""
+    if targeted_min <= off_topic_max:
+        return None
+    middle = (targeted_min + off_topic_max) / 2
+    for digits in (2, 3, 4):
+        floor = round(middle, digits)
+        if off_topic_max < floor < targeted_min:
+            return floor
+    return middle
+
+
+def calibrate(embedder, pairs: PairSet | None = None) -> Calibration:
+    """Score `pairs` with `embedder` the way retrieval does and propose a floor."""
+    pairs = pairs or load_pairs()
+    ids = list(pairs.passages)
+    lines = [index_line(pairs.passages[i].get("heading", ""), pairs.passages[i]["text"]) for i in ids]
+    queries = [t["query"] for t in pairs.targeted] + list(pairs.off_topic)
+    vectors = unit(embedder.embed(lines + queries))
+    passage_vec = dict(zip(ids, vectors[: len(ids)], strict=True))
+    query_vec = vectors[len(ids):]
+    scores = []
+    for t, q in zip(pairs.targeted, query_vec, strict=False):
+        scores.append({"kind": "targeted", "query": t["query"], "passage": t["passage"],
+                       "cosine": round(float(q @ passage_vec[t["passage"]]), 4)})
+    for scene, q in zip(pairs.off_topic, query_vec[len(pairs.targeted):], strict=True):
+        for pid in ids:
+            scores.append({"kind": "off_topic", "query": scene, "passage": pid,
+                           "cosine": round(float(q @ passage_vec[pid]), 4)})
+    targeted = Population.of([s["cosine"] for s in scores if s["kind"] == "targeted"])
+    off_topic = Population.of([s["cosine"] for s in scores if s["kind"] == "off_topic"])
+    return Calibration(embedder.model_id, targeted, off_topic, propose_floor(targeted.min, off_topic.max),
+                       pairs.name, pairs.sha256, date.today().isoformat(), scores)

@@ -1,0 +1,129 @@
+"""The lexical half of retrieval: SQLite FTS5 over the passages.
+
+Lexical search is a production path, not a fallback: it is what finds proper
+nouns and invented words (Westhaven, broken-circle, the Silver Key), which
+embeddings trained on ordinary English handle worst, and it works with no
+embedder at all. The SQL is built by pure functions (`search_sql`,
+`evidence_sql`) so it can be read and tested apart from the thin runners.
+
+Scope is enforced by joining the index to passages and sources, never by a
+copy of the campaign or the enabled flag inside the index, so it cannot drift
+from the rows everything else reads.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from ..store.knowledge_tables import FTS_TABLE
+from .rawsql import rows as raw_rows
+from .stopwords import STOP_WORDS
+
+__all__ = [
+    "MAX_TERMS",
+    "MIN_TERM_LENGTH",
+    "evidence",
+    "evidence_sql",
+    "match_expression",
+    "quote",
+    "search",
+    "search_sql",
+    "terms",
+]
+
+MIN_TERM_LENGTH = 2
+# A long scene yields hundreds of words; the first 60 (state first, then the
+# newest story) are the query. More only adds common words to every search.
+MAX_TERMS = 60
+
+_SPLIT = re.compile(r"[^\w'\-]+")
+_HAS_ALNUM = re.compile(r"[^\W_]")
+
+
+def terms(query_text: str) -> list[str]:
+    """Distinct meaningful words of `query_text`, lower-cased, first-seen order.
+
+    Order is kept because callers put the most important text first, and a
+    query that is the same every time is reproducible.
+    """
+    seen: dict[str, None] = {}
+    for raw in _SPLIT.split(query_text or ""):
+        word = raw.strip("'-").lower()
+        if len(word) < MIN_TERM_LENGTH or word in STOP_WORDS or word in seen:
+            continue
+        if _HAS_ALNUM.search(word):  # "__" or "'-'" would be an empty phrase
+            seen[word] = None
+    return list(seen)
+
+
+def quote(word: str) -> str:
+    """One word as an FTS5 string: its syntax (NEAR(, *, ^, quotes) is inert."""
+    return '"' + word.replace('"', '""') + '"'
+
+
+def match_expression(words: Sequence[str]) -> str:
+    """Any of the words: the query is a bag of scene terms, not a phrase."""
+    return " OR ".join(quote(w) for w in words)
+
+
+_SCOPE = """
+    JOIN knowledge_passages AS p ON p.id = {fts}.rowid
+    JOIN knowledge_sources AS s ON s.id = p.source_id
+    WHERE {fts} MATCH {param}
+      AND p.campaign_id = :campaign AND s.enabled = 1 AND s.index_state = 'ready'"""
+
+
+def search_sql() -> str:
+    """Best passages for a MATCH expression, best first, capped in SQL.
+
+    bm25() is lower-is-better and negative; it is negated here, once, so every
+    score after this boundary is bigger-is-better.
+    """
+    scope = _SCOPE.format(fts=FTS_TABLE, param=":query")
+    return (
+        f"SELECT p.id AS passage_id, -bm25({FTS_TABLE}) AS score FROM {FTS_TABLE}{scope}\n"
+        f"    ORDER BY bm25({FTS_TABLE}) LIMIT :limit"
+    )
+
+
+def evidence_sql(n_terms: int) -> str:
+    """Which passages contain each query term, in one statement.
+
+    bm25 is opaque and FTS5 has no matchinfo(), so each term is asked of the
+    index separately: that reuses the index's own stemmer ("gates" finds
+    "gate") instead of a second one in Python. The terms' posting lists are
+    read whole and intersected with the candidates by the caller: restricting
+    each MATCH with `rowid IN (...)` made SQLite re-run the MATCH once per
+    candidate, 8 ms against 1.3 ms for whole lists at 4,000 passages
+    (measured, natural word frequencies).
+    """
+    return "\nUNION ALL\n".join(
+        f"SELECT {i} AS term, rowid AS passage_id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :w{i}"
+        for i in range(n_terms)
+    )
+
+
+def search(session: Session, campaign_id: int, words: Sequence[str], limit: int) -> list[tuple[int, float]]:
+    """(passage id, bm25 score) of the best `limit` matches for any of `words`."""
+    if not words:
+        return []
+    rows = session.execute(
+        text(search_sql()), {"query": match_expression(words), "campaign": campaign_id, "limit": limit}
+    )
+    return [(int(pid), float(score)) for pid, score in rows]
+
+
+def evidence(session: Session, words: Sequence[str], passage_ids: Sequence[int]) -> dict[int, frozenset[int]]:
+    """{passage id: indexes into `words` of the terms it contains}."""
+    if not words or not passage_ids:
+        return {}
+    params = {f"w{i}": quote(w) for i, w in enumerate(words)}
+    wanted = {int(i) for i in passage_ids}
+    found: dict[int, set[int]] = {}
+    for term, pid in raw_rows(session, evidence_sql(len(words)), params):
+        if pid in wanted:
+            found.setdefault(pid, set()).add(term)
+    return {pid: frozenset(ts) for pid, ts in found.items()}

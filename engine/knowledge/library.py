@@ -1,0 +1,322 @@
+"""`Library`: a campaign's imported knowledge, managed from a notebook.
+
+Each method opens its own short session, so a Library object can live in a
+notebook for hours beside other processes using the same file. Imports are
+one transaction (source, passages and index together, or nothing); embedding
+follows in its own transactions, so a slow or failing embedder never costs an
+import.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+
+import pandas as pd
+from sqlalchemy import func, select
+
+from ..errors import NotFound
+from ..store import CampaignRow, Database
+from ..store.knowledge_tables import KnowledgeEmbeddingRow, KnowledgePassageRow, KnowledgeSourceRow
+from ..store.models import utcnow
+from .calibration import calibrated_models, floor_for, uncalibrated_note
+from .classes import CANON, CLASS_LABELS
+from .embedding import EmbeddingPass, catch_up, clear_vectors, pending_count
+from .importer import add_source, build_passages
+from .intake import MAX_SOURCE_BYTES, check_class, refuse_size, safe_filename
+from .refusals import KnowledgeRefused
+from .retrieval import Selection, retrieve
+
+__all__ = ["Library", "Status"]
+
+_DETAIL_LIMIT = 2000
+
+
+@dataclass(frozen=True)
+class Status:
+    """The library's health in words (`str(status)`) and as data (`status.data`)."""
+
+    words: str
+    data: dict = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.words
+
+    def _repr_html_(self) -> str:
+        return f"<p>{escape(self.words)}</p>"
+
+
+class Library:
+    """Import, inspect and manage the knowledge sources of one campaign."""
+
+    def __init__(self, db: Database, campaign_id: int, embedder_getter: Callable[[], object | None] | None = None,
+                 *, progress: bool = True):
+        self.db = db
+        self.campaign_id = campaign_id
+        self._embedder_getter = embedder_getter or (lambda: None)
+        self.progress = progress
+
+    # ------------------------------------------------------------ plumbing
+    @property
+    def embedder(self):
+        return self._embedder_getter()
+
+    def _loaded(self) -> tuple[object | None, str]:
+        """(embedder or None, why it could not be loaded): imports, listings
+        and status must keep working when the embedder cannot be loaded."""
+        try:
+            return self.embedder, ""
+        except Exception as exc:
+            return None, f"The embedder could not be loaded ({type(exc).__name__}: {exc}); retrieval is lexical only."
+
+    def _model(self) -> tuple[str, str]:
+        embedder, error = self._loaded()
+        return (embedder.model_id if embedder is not None else ""), error
+
+    def _check_campaign(self, session) -> None:
+        if session.get(CampaignRow, self.campaign_id) is None:
+            raise NotFound(f"Campaign {self.campaign_id} does not exist in {self.db.path}.")
+
+    def _source(self, session, source_id: int) -> KnowledgeSourceRow:
+        row = session.get(KnowledgeSourceRow, source_id)
+        if row is None or row.campaign_id != self.campaign_id:
+            raise NotFound(f"Knowledge source {source_id} is not in campaign {self.campaign_id}.")
+        return row
+
+    def _change(self, source_id: int, **values) -> dict:
+        with self.db.writing() as s:
+            row = self._source(s, source_id)
+            for name, value in values.items():
+                setattr(row, name, value)
+            if row.classification != CANON:  # only Canon may skip relevance
+                row.always_include = False
+            row.updated_at = utcnow()
+        return self._summary(source_id)
+
+    def _embed(self, limit: int | None = None) -> EmbeddingPass | None:
+        embedder, error = self._loaded()
+        if error:  # the import already committed; say why nothing was embedded
+            return EmbeddingPass("", 0, 0, error)
+        if embedder is None:
+            return None
+        return catch_up(self.db, self.campaign_id, embedder, limit=limit, progress=self.progress)
+
+    # ------------------------------------------------------------ import
+    def add(self, path_or_name: str | Path, data: bytes | str | None = None, *, classification: str = "reference",
+            title: str | None = None, notes: str = "", visibility: str = "normal", always_include: bool = False,
+            allow_duplicate: bool = False) -> dict:
+        """Import a .txt or .md file: from a path, or `data` under a name.
+
+        Refusals raise KnowledgeRefused and write nothing. Embedding follows
+        the import when an embedder is configured; its outcome is in
+        the returned summary's "embedding" entry, in words.
+        """
+        name = str(path_or_name)
+        if data is None:
+            path = Path(path_or_name)
+            if not path.is_file():
+                raise KnowledgeRefused(f"“{path}” is not a file that can be read.")
+            size = path.stat().st_size
+            if size > MAX_SOURCE_BYTES:  # refuse before reading a large file
+                raise refuse_size(safe_filename(path.name), size)
+            raw, name = path.read_bytes(), path.name
+        else:
+            raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        with self.db.writing() as s:
+            self._check_campaign(s)
+            source = add_source(s, self.campaign_id, name, raw, classification=classification, title=title,
+                                notes=notes, visibility=visibility, always_include=always_include,
+                                allow_duplicate=allow_duplicate, progress=self.progress)
+            source_id = source.id
+        outcome = self._embed()
+        summary = self._summary(source_id)
+        summary["embedding"] = outcome.words if outcome else "No embedder is configured: lexical search only."
+        return summary
+
+    # ------------------------------------------------------------ reading
+    def _frame(self, source_id: int | None = None) -> pd.DataFrame:
+        S, P, E = KnowledgeSourceRow, KnowledgePassageRow, KnowledgeEmbeddingRow  # noqa: N806
+        model, _ = self._model()
+        passages = (select(P.source_id, func.count().label("n"), func.sum(P.token_count).label("t"))
+                    .group_by(P.source_id).subquery())
+        embedded = (select(P.source_id, func.count().label("n")).join(E, E.passage_id == P.id)
+                    .where(E.model == model).group_by(P.source_id).subquery())
+        query = (
+            select(S.id, S.title, S.original_filename, S.classification, S.enabled, S.visibility,
+                   S.always_include, func.coalesce(passages.c.n, 0), func.coalesce(passages.c.t, 0),
+                   func.coalesce(embedded.c.n, 0), S.index_state, S.embed_state, S.byte_size, S.imported_at,
+                   S.notes, S.content_hash, S.index_detail, S.embed_detail)
+            .outerjoin(passages, passages.c.source_id == S.id).outerjoin(embedded, embedded.c.source_id == S.id)
+            .where(S.campaign_id == self.campaign_id).order_by(S.id)
+        )
+        if source_id is not None:
+            query = query.where(S.id == source_id)
+        columns = ["id", "title", "file", "class", "enabled", "visibility", "always_include", "passages",
+                   "tokens", "embedded", "index_state", "embed_state", "bytes", "imported_at", "notes",
+                   "content_hash", "index_detail", "embed_detail"]
+        with self.db.reading() as s:
+            rows = [tuple(r) for r in s.execute(query)]
+        return pd.DataFrame(rows, columns=columns).set_index("id")
+
+    def _summary(self, source_id: int) -> dict:
+        frame = self._frame(source_id)
+        if frame.empty:
+            raise NotFound(f"Knowledge source {source_id} is not in campaign {self.campaign_id}.")
+        row = frame.iloc[0].to_dict()
+        row = {k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}
+        return {"id": int(source_id), **row}
+
+    def list(self) -> pd.DataFrame:
+        """One row per source: class, state, passages, tokens, vectors (for the
+        current embedder's model)."""
+        return self._frame()
+
+    def passages(self, source_id: int) -> pd.DataFrame:
+        """The passages of one source, in order, with their heading trail."""
+        P, E = KnowledgePassageRow, KnowledgeEmbeddingRow  # noqa: N806
+        with self.db.reading() as s:
+            self._source(s, source_id)
+            rows = s.execute(
+                select(P.id, P.position + 1, P.heading, P.token_count, P.text, P.content_hash, E.model)
+                .outerjoin(E, E.passage_id == P.id).where(P.source_id == source_id).order_by(P.position)
+            ).all()
+        return pd.DataFrame([tuple(r) for r in rows],
+                            columns=["passage_id", "passage", "heading", "tokens", "text", "content_hash", "embedded_with"])
+
+    # ------------------------------------------------------------ changes
+    def reclassify(self, source_id: int, classification: str) -> dict:
+        """A new class, read at the next retrieval; leaving Canon clears always-include."""
+        return self._change(source_id, classification=check_class(classification))
+
+    def enable(self, source_id: int) -> dict:
+        return self._change(source_id, enabled=True)
+
+    def disable(self, source_id: int) -> dict:
+        """Out of retrieval and framing; nothing is deleted."""
+        return self._change(source_id, enabled=False)
+
+    def hide(self, source_id: int) -> dict:
+        """Narrator-only: still shown to the narrator, marked as unknown to the protagonist."""
+        return self._change(source_id, visibility="hidden")
+
+    def show(self, source_id: int) -> dict:
+        return self._change(source_id, visibility="normal")
+
+    def always_include(self, source_id: int, on: bool = True) -> dict:
+        """Canon only: its passages go into every prompt, within their budget."""
+        with self.db.reading() as s:
+            cls = self._source(s, source_id).classification
+        if on and cls != CANON:
+            raise KnowledgeRefused(
+                f"Only Canon can be always in force, and source {source_id} is "
+                f"{CLASS_LABELS.get(cls, cls)}. Reclassify it as Canon first."
+            )
+        return self._change(source_id, always_include=bool(on))
+
+    def delete(self, source_id: int) -> None:
+        """The source, its passages, index rows and vectors. Turn records keep
+        the text they were shown, so past turns still explain themselves."""
+        with self.db.writing() as s:
+            s.delete(self._source(s, source_id))
+
+    def reindex(self, source_id: int | None = None, *, semantic: bool = False) -> dict:
+        """Rebuild passages (all sources, or one) from the stored text; with
+        `semantic`, also drop and recompute every vector. A failing source is
+        marked failed with the reason and the others go on."""
+        with self.db.reading() as s:
+            ids = [source_id] if source_id is not None else list(s.scalars(
+                select(KnowledgeSourceRow.id).where(KnowledgeSourceRow.campaign_id == self.campaign_id)))
+            if source_id is not None:
+                self._source(s, source_id)
+        rebuilt, passages, failed = 0, 0, []
+        for sid in ids:
+            try:
+                with self.db.writing() as s:
+                    passages += build_passages(s, self._source(s, sid), progress=self.progress)
+                rebuilt += 1
+            except Exception as exc:  # recorded on the source, reported, and the rest go on
+                detail = f"{type(exc).__name__}: {exc}"[:_DETAIL_LIMIT]
+                with self.db.writing() as s:
+                    row = self._source(s, sid)
+                    row.index_state, row.index_detail = "failed", detail
+                failed.append({"id": sid, "detail": detail})
+        if semantic:
+            clear_vectors(self.db, self.campaign_id, None if source_id is None else [source_id])
+        outcome = self._embed()
+        return {"sources": rebuilt, "passages": passages, "failed": failed, "semantic": semantic,
+                "embedded": outcome.embedded if outcome else 0,
+                "embedding": outcome.words if outcome else "No embedder is configured: lexical search only."}
+
+    def embed_pending(self, limit: int | None = None) -> EmbeddingPass | None:
+        """Embed what is pending now (None: no embedder configured)."""
+        return self._embed(limit)
+
+    # ------------------------------------------------------------ retrieval
+    def retrieve(self, query_text: str, *, budget_tokens: int, context_tokens: int | None = None,
+                 exclude: Collection[int] = (), standing: Iterable[str] = ()) -> Selection:
+        """What a turn with this scene would be given (a dry run: writes nothing)."""
+        return retrieve(self.db, self.campaign_id, query_text, embedder=self.embedder, budget_tokens=budget_tokens,
+                        context_tokens=context_tokens, exclude=exclude, standing=standing)
+
+    # ------------------------------------------------------------ status
+    def status(self) -> Status:
+        model, load_error = self._model()
+        floor = floor_for(model) if model else None
+        frame = self.list()
+        with self.db.reading() as s:
+            pending = pending_count(s, self.campaign_id, model) if model else 0
+        enabled = frame[frame["enabled"]] if not frame.empty else frame
+        data = {
+            "sources": len(frame), "enabled_sources": len(enabled),
+            "passages": int(enabled["passages"].sum()) if len(enabled) else 0,
+            "embedding_model": model, "semantic_calibrated": floor is not None,
+            "semantic_enabled": bool(model) and floor is not None, "semantic_floor": floor,
+            "calibrated_models": calibrated_models(), "pending_embeddings": pending,
+            "failed_index": _failures(frame, "index_state", "index_detail"),
+            "failed_embedding": _failures(frame, "embed_state", "embed_detail"),
+        }
+        data["semantic_note"] = load_error or _semantic_note(model, floor)
+        return Status(_status_words(data), data)
+
+    def _repr_html_(self) -> str:
+        frame = self.list()
+        status = self.status()
+        if frame.empty:
+            return f"<div><p>{escape(status.words)}</p></div>"
+        shown = frame[["title", "file", "class", "enabled", "visibility", "always_include", "passages", "tokens",
+                       "embedded", "index_state", "embed_state"]]
+        # to_html escapes every cell; imported titles and names stay inert text.
+        return f"<div><p>{escape(status.words)}</p>{shown.to_html(escape=True)}</div>"
+
+
+def _failures(frame: pd.DataFrame, state: str, detail: str) -> list[dict]:
+    if frame.empty:
+        return []
+    bad = frame[frame[state] == "failed"]
+    return [{"id": int(i), "title": r["title"], "detail": r[detail]} for i, r in bad.iterrows()]
+
+
+def _semantic_note(model: str, floor: float | None) -> str:
+    if not model:
+        return "No embedder is configured, so retrieval is lexical only."
+    return uncalibrated_note(model) if floor is None else ""
+
+
+def _status_words(d: dict) -> str:
+    if not d["sources"]:
+        text = "The library is empty."
+    else:
+        text = (f"{d['sources']} source(s), {d['enabled_sources']} enabled, {d['passages']} passage(s) "
+                "searchable.")
+    if d["semantic_enabled"]:
+        text += f" Semantic search with {d['embedding_model']} (floor {d['semantic_floor']})"
+        text += f"; {d['pending_embeddings']} passage(s) waiting to be embedded." if d["pending_embeddings"] \
+            else "; every passage is embedded."
+    else:
+        text += " " + d["semantic_note"]
+    for f in d["failed_index"]:
+        text += f" Indexing “{f['title']}” failed: {f['detail']}."
+    for f in d["failed_embedding"]:
+        text += f" Embedding “{f['title']}” failed: {f['detail']}."
+    return text

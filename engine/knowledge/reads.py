@@ -1,0 +1,74 @@
+"""The per-turn reads retrieval makes, as plain SQL on the session's connection.
+
+A turn runs these every time, so they skip SQLAlchemy's statement building
+and row processing (see `rawsql`), and none of them reads a passage row it
+does not return: the campaign's sources are one tiny read, and passages are
+reached by id or through the (source_id, position) index.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from .classes import CANON
+from .rawsql import rows
+
+__all__ = ["Sources", "has_sources", "always_ids", "load_sql", "passage_rows", "sources"]
+
+
+@dataclass(frozen=True)
+class Sources:
+    """What a turn needs to know about the campaign's sources."""
+
+    enabled: int  # enabled sources: whether the knowledge rule is shown
+    hidden: bool  # any enabled source is narrator-only: whether the hidden rule is shown
+    live: tuple[int, ...]  # enabled and indexed: what may be retrieved
+    always: tuple[int, ...]  # live Canon marked always-in-force
+    protagonist: str
+
+
+def has_sources(session: Session, campaign_id: int) -> bool:
+    """Whether the turn needs the library at all: one indexed probe."""
+    return bool(rows(session, "SELECT 1 FROM knowledge_sources WHERE campaign_id = :campaign AND enabled = 1 LIMIT 1",
+                     {"campaign": campaign_id}))
+
+
+def sources(session: Session, campaign_id: int) -> Sources:
+    found = rows(session, """
+        SELECT id, index_state = 'ready', visibility = 'hidden', always_include = 1 AND classification = :canon
+        FROM knowledge_sources WHERE campaign_id = :campaign AND enabled = 1 ORDER BY id""",
+                 {"campaign": campaign_id, "canon": CANON})
+    protagonist = rows(session, "SELECT protagonist FROM campaigns WHERE id = :campaign", {"campaign": campaign_id})
+    return Sources(
+        enabled=len(found),
+        hidden=any(r[2] for r in found),
+        live=tuple(r[0] for r in found if r[1]),
+        always=tuple(r[0] for r in found if r[1] and r[3]),
+        protagonist=(protagonist[0][0] if protagonist else "") or "",
+    )
+
+
+def always_ids(session: Session, source_ids: Iterable[int]) -> list[int]:
+    """Passages of the given (always-in-force) sources, in source order."""
+    listed = ", ".join(str(int(i)) for i in source_ids)
+    if not listed:
+        return []
+    sql = f"SELECT id FROM knowledge_passages WHERE source_id IN ({listed}) ORDER BY source_id, position"
+    return [r[0] for r in rows(session, sql)]
+
+
+def load_sql(ids: Iterable[int]) -> str:
+    """The admitted passages with their sources, scope re-applied (the ids
+    came from an index). Ids are the application's own integers."""
+    listed = ", ".join(str(int(i)) for i in ids) or "NULL"
+    return f"""
+        SELECT p.id, p.source_id, p.position, p.heading, p.text, p.token_count, p.content_hash,
+               s.title, s.original_filename, s.classification, s.visibility
+        FROM knowledge_passages AS p JOIN knowledge_sources AS s ON s.id = p.source_id
+        WHERE p.id IN ({listed}) AND p.campaign_id = :campaign AND s.enabled = 1 AND s.index_state = 'ready'"""
+
+
+def passage_rows(session: Session, campaign_id: int, ids: Iterable[int]) -> list[tuple]:
+    return rows(session, load_sql(sorted(ids)), {"campaign": campaign_id})

@@ -1,0 +1,328 @@
+"""Hybrid retrieval: which imported passages the narrator sees this turn.
+
+candidates (FTS5 and cosine, each capped) -> admission (absolute, per path,
+see `admission`) -> ranking among survivors (`ranking`) -> near-repeats set
+aside -> budget (`budget`). Every step is recorded in the report, so a turn's
+knowledge can be explained afterwards: what was searched, what was found and
+how, what it cost, and what was set aside and why.
+
+An embedder failure or a missing calibration never fails retrieval: it
+narrows it to the lexical path and says so in `semantic_note`.
+"""
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field, replace
+from html import escape
+
+import numpy as np
+
+from ..context import tokens
+from ..store import Database
+from . import fts, reads
+from .admission import lexical_admits, semantic_admits
+from .budget import ALWAYS_SHARE, KNOWLEDGE_SHARE, Allotment, allot
+from .calibration import floor_for, uncalibrated_note
+from .classes import CLASS_LABELS
+from .framing import SEPARATOR, block, static_sections, volatile_sections
+from .ranking import normalise, rank, suppress
+from .records import Retrieved
+from .vectors import Matrix, cache_key, cosines, load_matrix
+
+__all__ = ["LEXICAL_CANDIDATES", "SEMANTIC_CANDIDATES", "SEMANTIC_SCAN_LIMIT", "Selection", "retrieve"]
+
+# Per-path caps before the merge: enough for any budget the share allows
+# (a third of 32k tokens is ~13 passages of 800), small enough to load cheaply.
+LEXICAL_CANDIDATES = 40
+SEMANTIC_CANDIDATES = 40
+# Vectors scored per turn. There is no approximate index; this is the honest
+# bound in its place (4,000 x 384 dims score in 0.25 ms; the whole retrieval
+# measured ~10 ms warm), and going past it is reported as scan_truncated.
+SEMANTIC_SCAN_LIMIT = 4000
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The knowledge for one prompt.
+
+    `passages` are the chosen ones: always-in-force Canon first, then the
+    retrieved ones in fill order (Canon, Reference, Inspiration) and rank.
+    `report` is JSON-ready. `system_sections` and `select` let the context
+    builder re-price the same candidates against its own budgets.
+    """
+
+    passages: tuple[Retrieved, ...]
+    report: dict = field(repr=False)
+    candidates: tuple[Retrieved, ...] = field(default=(), repr=False)
+    suppressed: tuple[Retrieved, ...] = field(default=(), repr=False)
+    has_sources: bool = False
+    hidden_sources: bool = False
+    facts: dict = field(default_factory=dict, repr=False)
+    # The always-in-force budget of the prompt being built, set by
+    # system_sections so that select's report describes the same prompt.
+    _pricing: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def always(self) -> tuple[Retrieved, ...]:
+        return tuple(p for p in self.passages if p.always)
+
+    @property
+    def retrieved(self) -> tuple[Retrieved, ...]:
+        return tuple(p for p in self.passages if not p.always)
+
+    def rebudget(self, *, knowledge_tokens: int, always_tokens: int) -> Selection:
+        """The same candidates under other limits (pure: no database)."""
+        allotment = allot(self.candidates, knowledge_tokens=knowledge_tokens, always_tokens=always_tokens)
+        return _assemble(self.candidates, self.suppressed, allotment, self.has_sources, self.hidden_sources,
+                         self.facts)
+
+    def system_sections(self, budget: int) -> list[tuple[str, str]]:
+        """The knowledge rule and always-in-force Canon for a `budget`-token
+        prompt (always-in-force takes at most ALWAYS_SHARE of it)."""
+        self._pricing["always_tokens"] = int(max(0, budget) * ALWAYS_SHARE)
+        chosen = self.rebudget(knowledge_tokens=self.report["budget"]["knowledge_tokens"],
+                               always_tokens=self._pricing["always_tokens"])
+        return static_sections(self.has_sources, self.hidden_sources, chosen.always)
+
+    def select(self, tokens_available: int) -> tuple[list[tuple[str, str]], dict]:
+        """Retrieved sections within `tokens_available` (already the knowledge
+        share), ascending authority, and the report of that choice."""
+        always = self._pricing.get("always_tokens", self.report["budget"]["always_tokens"])
+        chosen = self.rebudget(knowledge_tokens=tokens_available, always_tokens=always)
+        return volatile_sections(chosen.retrieved), chosen.report
+
+    def __repr__(self) -> str:
+        return f"<Selection: {self.report.get('summary', '')}>"
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{escape(p.found_by)}</td><td>{escape(CLASS_LABELS.get(p.classification, p.classification))}"
+            f"{' (narrator only)' if p.hidden else ''}</td><td>{escape(p.filename)}</td>"
+            f"<td>{escape(p.heading)}</td><td>{p.number}</td><td>{p.score:.3f}</td><td>{p.cost}</td></tr>"
+            for p in self.passages
+        )
+        head = "<tr><th>found by</th><th>class</th><th>file</th><th>heading</th><th>passage</th>" \
+               "<th>score</th><th>tokens</th></tr>"
+        return (f"<div><p>{escape(self.report.get('summary', ''))}</p>"
+                + (f"<table>{head}{rows}</table>" if rows else "") + "</div>")
+
+
+# ---------------------------------------------------------------- loading
+def _load(session, campaign_id: int, ids: Iterable[int]) -> dict[int, Retrieved]:
+    """The admitted passages, in one statement (never one per passage)."""
+    out = {}
+    for pid, sid, pos, heading, text, n_tokens, digest, title, filename, cls, visibility in \
+            reads.passage_rows(session, campaign_id, ids):
+        out[pid] = Retrieved(passage_id=pid, source_id=sid, title=title, filename=filename, classification=cls,
+                             hidden=visibility == "hidden", heading=heading, number=pos + 1, text=text,
+                             tokens=n_tokens, content_hash=digest)
+    return out
+
+
+# ---------------------------------------------------------------- semantic
+def _best_first(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indexes of the k best scores, best first (ties by position), without
+    sorting all of them."""
+    if k < len(scores):
+        top = np.argpartition(-scores, k - 1)[:k]
+        return top[np.lexsort((top, -scores[top]))]
+    return np.argsort(-scores, kind="stable")
+
+
+@dataclass
+class _Semantic:
+    model: str = ""
+    floor: float | None = None
+    used: bool = False
+    note: str = ""
+    truncated: bool = False
+    scanned: int = 0
+    hits: list[tuple[int, float]] = field(default_factory=list)  # best first
+    matrix: Matrix | None = None
+
+    def vectors_of(self, ids: Iterable[int]) -> dict[int, np.ndarray]:
+        if self.matrix is None:
+            return {}
+        found = ((i, self.matrix.vector_of(i)) for i in ids)
+        return {i: v for i, v in found if v is not None}
+
+
+def _semantic(session, db: Database, campaign_id: int, live: tuple[int, ...], query_text: str, embedder,
+              query_vector, exclude: Collection[int]) -> _Semantic:
+    if embedder is None:
+        return _Semantic(note="No embedder is configured, so retrieval is lexical only.")
+    model = embedder.model_id
+    out = _Semantic(model=model, floor=floor_for(model))
+    if out.floor is None:
+        out.note = uncalibrated_note(model)
+        return out
+    if not query_text.strip():
+        out.note = "The scene has no text to search on."
+        return out
+    held = load_matrix(session, cache_key(db, campaign_id, model), campaign_id, model)
+    matrix, out.truncated = held.live(live, SEMANTIC_SCAN_LIMIT)
+    out.scanned = len(matrix)
+    if not len(matrix):
+        out.note = (f"No passages have been embedded with “{model}” yet, so retrieval is lexical only "
+                    "until the library catches up.")
+        return out
+    try:
+        vector = query_vector if query_vector is not None else embedder.embed([query_text])[0]
+        scores = cosines(matrix.vectors, np.asarray(vector, dtype=np.float32))
+    except Exception as exc:  # an embedder failure narrows retrieval, never fails it
+        out.note = f"Semantic retrieval is unavailable this turn ({type(exc).__name__}: {exc}); lexical only."
+        return out
+    out.used = True
+    for i in _best_first(scores, SEMANTIC_CANDIDATES + len(exclude)):
+        pid = int(matrix.passage_ids[i])
+        if pid in exclude:
+            continue
+        out.hits.append((pid, float(scores[i])))
+        if len(out.hits) >= SEMANTIC_CANDIDATES:
+            break
+    out.matrix = matrix
+    return out
+
+
+# ---------------------------------------------------------------- retrieve
+@dataclass
+class _Found:
+    """What the database said about a scene, before any ranking."""
+
+    words: list[str]
+    standing: set[str]
+    library: reads.Sources
+    lexical: list[tuple[int, float]]  # (passage id, bm25), best first
+    evidence: dict[int, frozenset[int]]
+    sem: _Semantic
+    always: list[int]
+    admitted_lex: set[int] = field(default_factory=set)
+    admitted_sem: set[int] = field(default_factory=set)
+    loaded: dict[int, Retrieved] = field(default_factory=dict)
+
+
+def _search(db: Database, campaign_id: int, query_text: str, embedder, query_vector, exclude: frozenset[int],
+            standing: Iterable[str]) -> _Found:
+    """Both candidate paths and absolute admission, in one read transaction."""
+    words = fts.terms(query_text)[: fts.MAX_TERMS]
+    with db.reading() as s:
+        library = reads.sources(s, campaign_id)
+        lexical = [(pid, sc) for pid, sc in fts.search(s, campaign_id, words, LEXICAL_CANDIDATES + len(exclude))
+                   if pid not in exclude][:LEXICAL_CANDIDATES]
+        found = _Found(
+            words=words, standing=set(fts.terms(library.protagonist)).union(*(fts.terms(x) for x in standing)),
+            library=library, lexical=lexical,
+            evidence=fts.evidence(s, words, [pid for pid, _ in lexical]),
+            sem=_semantic(s, db, campaign_id, library.live, query_text, embedder, query_vector, exclude),
+            always=[i for i in reads.always_ids(s, library.always) if i not in exclude],
+        )
+        found.admitted_lex = {pid for pid, _ in lexical
+                              if lexical_admits(found.evidence.get(pid), words, found.standing)}
+        found.admitted_sem = {pid for pid, cos in found.sem.hits if semantic_admits(cos, found.sem.floor)}
+        wanted = found.admitted_lex | found.admitted_sem | set(found.always)
+        found.loaded = _load(s, campaign_id, wanted) if wanted else {}
+    return found
+
+
+def _facts(found: _Found, query_text: str) -> dict:
+    """The search half of the report: what was asked, what each path did."""
+    sem = found.sem
+    generated = {pid for pid, _ in found.lexical} | {pid for pid, _ in sem.hits}
+    return {
+        "query": query_text, "terms": found.words, "standing_terms": sorted(found.standing),
+        "generated": len(generated), "rejected": len(generated - found.admitted_lex - found.admitted_sem),
+        "considered": len(found.loaded), "sources": found.library.enabled,
+        "embedding_model": sem.model, "semantic_floor": sem.floor if sem.floor is not None else 0.0,
+        "semantic_calibrated": sem.floor is not None, "semantic_used": sem.used, "semantic_note": sem.note,
+        "semantic_scanned": sem.scanned, "scan_truncated": sem.truncated,
+        "knowledge_share": KNOWLEDGE_SHARE, "always_share": ALWAYS_SHARE,
+    }
+
+
+def retrieve(db: Database, campaign_id: int, query_text: str, *, embedder, budget_tokens: int,
+             context_tokens: int | None = None, exclude: Collection[int] = (), standing: Iterable[str] = (),
+             query_vector: np.ndarray | None = None) -> Selection:
+    """The imported knowledge for a scene.
+
+    `query_text` is the scene (see `scene_query`). `budget_tokens` is the
+    elastic budget: what remains after protected context and the reply;
+    retrieved passages take at most KNOWLEDGE_SHARE of it. `context_tokens`
+    is the whole effective budget (default: `budget_tokens`); always-in-force
+    Canon takes at most ALWAYS_SHARE of it. `exclude` holds passage ids to
+    leave out. `standing` holds names that are in every scene (cast, places);
+    the campaign's protagonist is added. `query_vector`, if given, must come
+    from `embedder`'s model and replaces the query embedding call.
+    """
+    found = _search(db, campaign_id, query_text, embedder, query_vector, frozenset(int(i) for i in exclude),
+                    standing)
+    kept, suppressed = suppress(rank(normalise(_scored(found))), found.sem.vectors_of(found.loaded))
+    whole = context_tokens if context_tokens is not None else budget_tokens
+    allotment = allot(kept, knowledge_tokens=int(max(0, budget_tokens) * KNOWLEDGE_SHARE),
+                      always_tokens=int(max(0, whole) * ALWAYS_SHARE))
+    return _assemble(tuple(kept), tuple(suppressed), allotment, found.library.enabled > 0, found.library.hidden,
+                     _facts(found, query_text))
+
+
+def _scored(found: _Found) -> list[Retrieved]:
+    """Loaded passages with their raw evidence from each path attached."""
+    bm25, cos, always = dict(found.lexical), dict(found.sem.hits), set(found.always)
+    out = []
+    for pid, r in found.loaded.items():
+        by_lex, by_sem = pid in found.admitted_lex, pid in found.admitted_sem
+        admitted_by = "both" if by_lex and by_sem else "lexical" if by_lex else "semantic" if by_sem else ""
+        matched = tuple(sorted(found.words[i] for i in found.evidence.get(pid, ()))) if by_lex else ()
+        out.append(replace(r, always=pid in always, admitted_by=admitted_by, bm25=bm25.get(pid),
+                           cosine=cos.get(pid), matched_terms=matched))
+    return out
+
+
+def _assemble(candidates: tuple[Retrieved, ...], suppressed: tuple[Retrieved, ...], allotment: Allotment,
+              has_sources: bool, hidden: bool, facts: dict) -> Selection:
+    static = static_sections(has_sources, hidden, allotment.always)
+    volatile = volatile_sections(allotment.chosen)
+    report = _report(facts, allotment, suppressed, static, volatile)
+    return Selection(allotment.always + allotment.chosen, report, candidates, suppressed, has_sources, hidden,
+                     facts)
+
+
+def _used(p: Retrieved) -> dict:
+    rendered = block(p)
+    return {**p.record(), "text": p.text, "rendered": rendered, "prompt_tokens": tokens.count(rendered)}
+
+
+def _report(facts: dict, a: Allotment, suppressed: Iterable[Retrieved], static: list, volatile: list) -> dict:
+    protected = sum(tokens.count(t) + tokens.count(SEPARATOR) for _, t in static)
+    used = [_used(p) for p in a.always + a.chosen]
+    report = {
+        **facts,
+        "used": used,
+        "dropped": [{**p.record(), "reason": why} for p, why in a.dropped],
+        "suppressed": [p.record() for p in suppressed],
+        "sections": [{"name": n, "part": "system", "tokens": tokens.count(t)} for n, t in static]
+        + [{"name": n, "part": "story", "tokens": tokens.count(t)} for n, t in volatile],
+        "budget": {"knowledge_tokens": a.knowledge_tokens, "always_tokens": a.always_tokens},
+        "spent": a.spent,
+        "always_spent": a.always_spent,
+        "protected_tokens": protected,
+    }
+    report["summary"] = _summary(report)
+    return report
+
+
+def _summary(r: dict) -> str:
+    """The report in one paragraph of words."""
+    if not r["sources"]:
+        return "The campaign has no enabled knowledge sources."
+    found = [u["found_by"] for u in r["used"]]
+    kinds = ", ".join(f"{found.count(k)} {k}" for k in ("always", "both", "lexical", "semantic") if k in found)
+    text = (f"{len(found)} passage(s) used ({kinds})" if found else "No passage used") + (
+        f" of {r['generated']} candidate(s) searched; {r['rejected']} had no evidence"
+        f", {len(r['suppressed'])} repeated a better one, {len(r['dropped'])} did not fit the budget. "
+        f"Retrieved text cost {r['spent']} of {r['budget']['knowledge_tokens']} tokens; the framing and "
+        f"always-in-force Canon {r['protected_tokens']}."
+    )
+    if r["semantic_used"]:
+        text += f" Semantic path: {r['embedding_model']} at floor {r['semantic_floor']}."
+    elif r["semantic_note"]:
+        text += " " + r["semantic_note"]
+    return text

@@ -1,0 +1,110 @@
+"""The calibration registry and the measurement that fills it."""
+import json
+
+import pytest
+from conftest import TOPIC_FLOOR
+from knowledge_doubles import GenerousEmbedder, TopicEmbedder
+
+from engine.knowledge import calibrate, calibration_key, floor_for, load_pairs
+from engine.knowledge.calibration import CALIBRATION_FILE, PairSet, calibrated_models, propose_floor, registry
+from engine.providers.embedders import MINILM_ID
+
+NOMIC_FLOOR = 0.58
+
+
+@pytest.mark.parametrize("name", ["nomic-embed-text", "nomic-embed-text:latest", "NOMIC-EMBED-TEXT:v1.5",
+                                  "  nomic-embed-text  "])
+def test_nomic_and_its_tags_share_one_floor(name):
+    assert floor_for(name) == NOMIC_FLOOR
+
+
+@pytest.mark.parametrize("name", ["some-other-embedding-model", "mxbai-embed-large", "bge-m3:latest",
+                                  "text-embedding-3-small", "", "   ", None, "gguf:SmolLM2.gguf:mean",
+                                  "test-topic-embedder", "generous-embedder"])
+def test_anything_unmeasured_has_no_floor(name):
+    assert floor_for(name) is None
+
+
+def test_a_configuration_id_keeps_its_colons():
+    assert calibration_key("gguf:Model.gguf:mean") == "gguf:model.gguf:mean"
+    assert calibration_key("nomic-embed-text:latest") == "nomic-embed-text"
+
+
+def test_every_entry_carries_its_measurement():
+    data = json.loads(CALIBRATION_FILE.read_text())
+    assert set(registry()) == {"nomic-embed-text", MINILM_ID.lower()}
+    assert calibrated_models() == sorted(registry())
+    for key, entry in data["models"].items():
+        assert 0 < entry["floor"] < 1, key
+        t, o = entry["targeted"], entry["off_topic"]
+        assert t["n"] + o["n"] >= 100 and {"min", "max"} <= set(t) & set(o)
+        assert o["max"] < entry["floor"], key  # above every off-topic pair
+        assert "measured_on" in entry and entry["pairs"]
+    nomic = data["models"]["nomic-embed-text"]
+    assert (nomic["floor"], nomic["targeted"]["n"], nomic["off_topic"]["n"]) == (0.58, 13, 100)
+    assert nomic["off_topic"]["max"] == 0.5578 and nomic["targeted"]["p10"] == 0.6090
+
+
+def test_the_minilm_entry_was_measured_on_the_shipped_pair_set():
+    entry = registry()[MINILM_ID.lower()]
+    pairs = load_pairs()
+    assert entry["pairs_sha256"] == pairs.sha256, "pairs.json changed: re-measure the MiniLM floor"
+    assert entry["targeted"]["n"] == len(pairs.targeted)
+    assert entry["off_topic"]["n"] == len(pairs.off_topic) * len(pairs.passages)
+    assert entry["targeted"]["min"] > entry["floor"] > entry["off_topic"]["max"]
+
+
+def test_the_pair_set_shape():
+    pairs = load_pairs()
+    assert pairs.size >= 100 and len(pairs.targeted) >= 13 and len(pairs.off_topic) >= 20
+    assert {t["passage"] for t in pairs.targeted} == set(pairs.passages)
+    assert all(p["text"] and "heading" in p for p in pairs.passages.values())
+
+
+def test_floor_proposal_sits_inside_the_gap_or_nowhere():
+    assert propose_floor(0.6090, 0.5578) == 0.58
+    assert propose_floor(0.3036, 0.2446) == 0.27
+    assert propose_floor(0.50, 0.50) is None and propose_floor(0.4, 0.5) is None
+    tight = propose_floor(0.5012, 0.5009)
+    assert 0.5009 < tight < 0.5012
+
+
+SMALL = PairSet(
+    passages={"abbey": {"heading": "The Old Abbey", "text": "The abbey crypt bears a broken circle."},
+              "tavern": {"heading": "Taverns", "text": "Taverns had timber beams, hearths and ale."}},
+    targeted=[{"query": "The monks' burial vault under the ruined monastery", "passage": "abbey"},
+              {"query": "Ale by the fireplace at the inn", "passage": "tavern"}],
+    off_topic=["The kiln was held at cone six for a soak.", "The compiler rejects the borrow.",
+               "The surgeon checks the infusion pump."],
+)
+
+
+def test_a_separating_model_gets_a_floor_between_its_populations():
+    result = calibrate(TopicEmbedder(), SMALL)
+    assert result.separated and result.targeted.n == 2 and result.off_topic.n == 6
+    assert result.off_topic.max < result.floor < result.targeted.min
+    assert result.off_topic.max < TOPIC_FLOOR < result.targeted.min  # the floor conftest registers
+    assert len(result.scores) == 8 and "Proposed floor" in result.words
+    entry = result.entry()
+    assert entry["floor"] == result.floor and entry["targeted"]["n"] == 2 and entry["measured_on"]
+
+
+def test_a_generous_model_gets_no_floor():
+    result = calibrate(GenerousEmbedder(), SMALL)
+    assert result.off_topic.min > 0.99  # everything looks related
+    assert result.floor is None and not result.separated and "overlap" in result.words
+
+
+@pytest.mark.realmodel
+def test_minilm_remeasured_still_separates_at_the_shipped_floor():
+    from engine.providers.embedders import MiniLMEmbedder
+
+    entry = registry()[MINILM_ID.lower()]
+    result = calibrate(MiniLMEmbedder())
+    print(result.words)
+    for s in sorted(result.scores, key=lambda s: s["cosine"]):
+        print(f"{s['kind']:9} {s['cosine']:+.4f} {s['passage']:10} {s['query'][:70]}")
+    assert result.targeted.min > entry["floor"] > result.off_topic.max
+    assert result.targeted.min == pytest.approx(entry["targeted"]["min"], abs=0.002)
+    assert result.off_topic.max == pytest.approx(entry["off_topic"]["max"], abs=0.002)
+    assert result.floor == entry["floor"]
