@@ -36,6 +36,7 @@ __all__ = [
     "PairSet",
     "Population",
     "calibrate",
+    "register",
     "calibrated_models",
     "calibration_key",
     "entry_for",
@@ -80,6 +81,19 @@ def floor_for(model_id: str | None) -> float | None:
     "borrow another model's number"."""
     entry = entry_for(model_id)
     return float(entry["floor"]) if entry else None
+
+
+def register(calibration: "Calibration", path: str | Path | None = None) -> dict:
+    """Write a measured floor into the registry the engine reads (refused when
+    the populations overlap: an unmeasurable model must stay uncalibrated)."""
+    if calibration.floor is None:
+        raise ValueError(f"No floor to register for {calibration.model_id}: the populations overlap.")
+    target = Path(path) if path else CALIBRATION_FILE
+    data = json.loads(target.read_text(encoding="utf-8")) if target.exists() else {"models": {}}
+    data["models"][calibration_key(calibration.model_id)] = calibration.entry()
+    target.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    registry.cache_clear()
+    return data["models"][calibration_key(calibration.model_id)]
 
 
 def calibrated_models() -> list[str]:

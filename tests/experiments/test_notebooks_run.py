@@ -36,3 +36,20 @@ def test_token_accounting_on_a_generated_campaign(tmp_path):
 def test_leak_count_is_zero_on_what_was_stored(tmp_path):
     m = run("leak_count", tmp_path, turns=3, max_output=64)
     assert m["ai"] == 3 and m["leaking"] == 0
+
+
+def test_calibration_separates_minilm_and_writes_the_registry_entry(tmp_path):
+    import json
+
+    registry = tmp_path / "calibration.json"
+    m = run("calibrate", tmp_path, backend="minilm", write_registry=True, registry=str(registry))
+    assert m["separated"] and 0.2 < m["floor"] < 0.4 and m["registered"]
+    assert m["targeted"]["n"] == 13 and m["off_topic"]["n"] == 100
+    written = json.loads(registry.read_text())["models"]["sentence-transformers/all-minilm-l6-v2"]
+    assert written["floor"] == m["floor"] and written["targeted"]["min"] > written["off_topic"]["max"]
+
+
+def test_calibration_of_the_gguf_model_reports_an_overlap_honestly(tmp_path):
+    m = run("calibrate", tmp_path, backend="gguf")
+    assert m["model_id"].startswith("gguf:")
+    assert m["separated"] is (m["floor"] is not None)
