@@ -7,7 +7,10 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup play test demo bench lint clean
+.PHONY: setup browser-deps play test demo evidence bench lint clean
+
+# The research notebooks, run at their default parameters into evidence/.
+NOTEBOOKS := calibrate block_trim token_accounting leak_count release_evidence
 
 setup: $(STAMP)
 
@@ -20,9 +23,16 @@ $(STAMP): pyproject.toml
 
 play: setup
 	@echo "Opening notebooks/play.ipynb in JupyterLab: open the http://127.0.0.1:8888/... URL printed below."
-	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --port=8888 notebooks/play.ipynb
+	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --port=8888 $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/play.ipynb
 
-test: setup
+# The browser test drives Debian's Chromium (Playwright never downloads one).
+browser-deps:
+	@test -x /usr/bin/chromium || { \
+		echo "Installing Debian chromium for the browser test..."; \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y chromium; }
+
+test: setup browser-deps
 	$(PY) -m pytest --benchmark-disable
 
 demo: setup
@@ -31,6 +41,16 @@ demo: setup
 		-p transcript_path ../evidence/play.txt
 	@echo "---------------------------------------------------------------- the story"
 	@cat evidence/play.txt
+
+evidence: setup
+	@for nb in $(NOTEBOOKS); do \
+		echo "== $$nb"; \
+		$(VENV)/bin/papermill notebooks/$$nb.ipynb evidence/$$nb.ipynb -k python3 --cwd notebooks || exit 1; \
+		$(PY) -m experiments.scrub evidence/$$nb.ipynb; \
+	done
+	$(VENV)/bin/papermill notebooks/calibrate.ipynb evidence/calibrate_gguf.ipynb -k python3 --cwd notebooks \
+		-p backend gguf -p sidecar ../evidence/calibrate_gguf.json
+	$(PY) -m experiments.scrub evidence/calibrate_gguf.ipynb
 
 bench: setup
 	$(PY) -m pytest tests/benchmarks --benchmark-only --benchmark-json=evidence/benchmarks.json

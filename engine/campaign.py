@@ -209,6 +209,21 @@ class Campaign:
             return list(s.execute(select(NodeRow.id, NodeRow.text).where(
                 NodeRow.campaign_id == self.id, NodeRow.kind == "narrator").order_by(NodeRow.id)).all())
 
+    # ------------------------------------------------------------ moving
+    def export(self, path):
+        """The whole campaign as one JSON file (no machine settings travel); reports its
+        size and whether this version can import it back."""
+        from .bundle.facade import export_campaign
+
+        return export_campaign(self, path)
+
+    @property
+    def story_cards(self) -> pd.DataFrame:
+        """Story cards (AI Dungeon / SillyTavern world info) kept as campaign data."""
+        from .bundle.facade import story_cards
+
+        return story_cards(self)
+
     # ------------------------------------------------------------ knowledge
     @property
     def knowledge(self):

@@ -192,6 +192,36 @@ class Workbench:
                 raise NotFound(f"There is no campaign {campaign_id} in {self.db.path}; wb.campaigns() lists them.")
         return Campaign(self, campaign_id)
 
+    # ------------------------------------------------------------ moving and backups
+    def import_campaign(self, path_or_dict):
+        """A campaign bundle (ours, any version, or the reference app's); validated
+        whole before anything is written."""
+        from .bundle.facade import import_campaign
+
+        return import_campaign(self, path_or_dict)
+
+    def import_ai_dungeon(self, path_or_dict, **options):
+        from .bundle.facade import import_ai_dungeon
+
+        return import_ai_dungeon(self, path_or_dict, **options)
+
+    def import_sillytavern(self, path_or_dict, **options):
+        from .bundle.facade import import_sillytavern
+
+        return import_sillytavern(self, path_or_dict, **options)
+
+    def backup(self):
+        """A verified copy of the whole database beside it, in backups/."""
+        from .bundle.facade import backup
+
+        return backup(self)
+
+    def backups(self):
+        """The backups, newest first."""
+        from .bundle.facade import backups
+
+        return backups(self)
+
     def close(self) -> None:
         self.db.close()
 

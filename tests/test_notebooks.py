@@ -36,3 +36,10 @@ def test_play_notebook_plays_scripted_turns_with_the_embedded_narrator(tmp_path)
     story = transcript.read_text().split("\n\n")
     assert story[1] == "> You knock on the door." and "> I wait." in story
     assert len(story) >= 5  # opening, two inputs, two narrations
+    executed = json.loads((tmp_path / "play.ipynb").read_text())
+    app_cell = next(c for c in executed["cells"] if c["cell_type"] == "code" and "CampaignApp(camp)" in "".join(c["source"]))
+    bundle = next(o["data"] for o in app_cell["outputs"] if "data" in o)
+    # the live app where widgets render, and a static transcript where they do not
+    assert "application/vnd.jupyter.widget-view+json" in bundle and "story-workbench-campaign" in "".join(bundle["text/html"])
+    errors = [o for c in executed["cells"] if c["cell_type"] == "code" for o in c.get("outputs", []) if o.get("name") == "stderr"]
+    assert not [o for o in errors if "Traceback" in "".join(o.get("text", ""))]

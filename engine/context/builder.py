@@ -130,17 +130,41 @@ def _system_sections(rules: str, brief: Brief, inputs: Inputs, budget: int) -> l
     return [s for s in out if s[1].strip()]
 
 
-def _live_sections(inputs: Inputs) -> list[tuple[str, str, str]]:
-    out = []
-    if inputs.summary.strip():
-        out.append(("story_summary", f"Story summary:\n{inputs.summary.strip()}", "the summary valid at this point"))
-    if inputs.memories:
-        lines = "\n".join(("- [inferred] " if m.get("authority") == "heuristic" else "- ") + m["text"]
-                          for m in inputs.memories)
-        out.append(("memories", "Memories from earlier in the story. Lines marked [inferred] are interpretation, "
-                    f"not established fact; do not treat them as settled:\n{lines}",
-                    f"{len(inputs.memories)} retrieved by similarity to the recent story"))
-    return out
+MEMORY_HEADER = ("Memories from earlier in the story. Lines marked [inferred] are interpretation, "
+                 "not established fact; do not treat them as settled:")
+
+
+def _memory_line(memory: dict) -> str:
+    return ("- [inferred] " if memory.get("authority") == "heuristic" else "- ") + memory["text"]
+
+
+def _live_sections(inputs: Inputs, room: int) -> tuple[list[tuple[str, str, str]], list[dict]]:
+    """The summary, then memories by similarity, while they fit in `room`.
+
+    They are priced before history like the protected sections, but they are
+    not protected: a model that ignores the word limits must not make the
+    campaign unplayable, so what does not fit is dropped and recorded."""
+    out, dropped = [], []
+    summary = inputs.summary.strip()
+    if summary:
+        text = f"Story summary:\n{summary}"
+        if tokens.count(text) + 1 <= room:
+            out.append(("story_summary", text, "the summary valid at this point"))
+            room -= tokens.count(text) + 1
+        else:
+            dropped.append({"section": "story_summary", "tokens": tokens.count(text)})
+    kept, spent = [], tokens.count(MEMORY_HEADER) + 1
+    for memory in inputs.memories:
+        cost = tokens.count(_memory_line(memory)) + 1
+        if spent + cost <= room:
+            kept.append(memory)
+            spent += cost
+        else:
+            dropped.append({"section": "memories", "id": memory.get("id"), "tokens": cost})
+    if kept:
+        lines = "\n".join(_memory_line(m) for m in kept)
+        out.append(("memories", f"{MEMORY_HEADER}\n{lines}", f"{len(kept)} retrieved by similarity to the recent story"))
+    return out, dropped
 
 
 def _final_sections(settings, brief: Brief, inputs: Inputs) -> list[tuple[str, str, str]]:
@@ -217,16 +241,18 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
     configured = settings.context_budget
     budget = effective_budget(configured, window)
     system_sections = _system_sections(settings.narrator_prompt, brief, inputs, budget)
-    live, final = _live_sections(inputs), _final_sections(settings, brief, inputs)
+    final = _final_sections(settings, brief, inputs)
     pending = render_line(inputs.pending) if inputs.pending else ""
     note = f"[Author's note: {brief.authors_note}]" if brief.authors_note.strip() else ""
-    reserved = _cost(system_sections) + _cost(live) + _cost(final) + tokens.count(pending) + tokens.count(note)
+    reserved = _cost(system_sections) + _cost(final) + tokens.count(pending) + tokens.count(note)
     transport = tokens.count(SEPARATOR) * (len(system_sections) + STORY_SECTION_SLOTS) + tokens.count(CONTINUE_HINT)
     output, safety = max(0, settings.max_output_tokens), safety_reserve(budget)
     protected = reserved + transport + output + safety
     if protected >= budget:
         raise _overflow(protected, reserved, transport, output, safety, budget, configured)
-    available = budget - protected
+    live, live_dropped = _live_sections(inputs, budget - protected)
+    reserved += _cost(live)
+    available = budget - protected - _cost(live)
     knowledge_sections, knowledge_report = [], {}
     if inputs.knowledge is not None:
         picked, knowledge_report = inputs.knowledge.select(int(available * KNOWLEDGE_SHARE))
@@ -264,7 +290,8 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
         "history": {**info, "total": history.total},
         "estimate": estimate,
         "cards": [],
-        "memories": dict(inputs.memory_report),
+        "memories": {**inputs.memory_report, "dropped_for_budget": [d for d in live_dropped if d["section"] == "memories"]},
+        "live_dropped": live_dropped,
         "summary": dict(inputs.summary_info),
         "knowledge": knowledge_report,
         "derived": list(inputs.derived),

@@ -20,7 +20,7 @@ from ..store.models import utcnow
 from ..story import StoryTree
 from ..story.lineage import Path
 from .authority import classify_authority
-from .prompts import MEMORY_SYSTEM, cast_brief, memory_request
+from .prompts import MEMORY_MAX_WORDS, MEMORY_SYSTEM, cast_brief, clip_words, memory_request
 from .vectors import CACHE, pack
 
 __all__ = [
@@ -100,8 +100,8 @@ def write_due_memories(db, campaign_id: int, narrator, model_name: str = "") -> 
             block = due_block(s, s.get(CampaignRow, campaign_id))
         if block is None:
             break
-        text = generate(narrator, MEMORY_SYSTEM, memory_request(block.brief, [t for _, _, t in block.nodes]),
-                        max_tokens=160, task="memory")
+        text = clip_words(generate(narrator, MEMORY_SYSTEM, memory_request(block.brief, [t for _, _, t in block.nodes]),
+                                   max_tokens=160, task="memory"), MEMORY_MAX_WORDS)
         if not text:
             break
         branch, depth = block.end

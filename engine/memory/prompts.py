@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..context import tokens
 
-__all__ = ["MEMORY_SYSTEM", "SUMMARY_SYSTEM", "cast_brief", "memory_request", "summary_request",
+__all__ = ["MEMORY_SYSTEM", "SUMMARY_SYSTEM", "cast_brief", "clip_words", "memory_request", "summary_request",
            "MEMORY_MAX_WORDS", "SUMMARY_MAX_WORDS", "EXCERPT_TOKENS"]
 
 # Told only "one or two sentences", a real model wrote 34 words for one block
@@ -64,6 +64,18 @@ def cast_brief(protagonist: str, state: dict | None) -> str:
         described = _clip(str(entity.get("description") or ""))
         lines.append(f"- {name}: {described}" if described else f"- {name}")
     return "Cast:\n" + "\n".join(lines)
+
+
+def clip_words(text: str, limit: int) -> str:
+    """At most `limit` words, ending on a sentence when one ends in range. The
+    limit is stated to the model, and enforced here: a 135M model wrote
+    600-token summaries against a 250-word instruction."""
+    words = " ".join((text or "").split()).split(" ")
+    if len(words) <= limit:
+        return " ".join(words).strip()
+    head = " ".join(words[:limit])
+    end = max(head.rfind(". "), head.rfind("! "), head.rfind("? "))
+    return head[: end + 1] if end > len(head) // 2 else head.rstrip(",;:") + "…"
 
 
 def memory_request(brief: str, block_texts: list[str]) -> str:

@@ -16,7 +16,7 @@ from ..store.memory_tables import MemoryRow, SummaryRow
 from ..story import StoryTree
 from ..story.lineage import Path
 from .bank import generate, on_path, story_after
-from .prompts import EXCERPT_TOKENS, SUMMARY_SYSTEM, cast_brief, summary_request
+from .prompts import EXCERPT_TOKENS, SUMMARY_MAX_WORDS, SUMMARY_SYSTEM, cast_brief, clip_words, summary_request
 
 __all__ = ["SUMMARY_INTERVAL", "current", "provenance", "summarise_if_due", "record"]
 
@@ -66,7 +66,7 @@ def summarise_if_due(db, campaign_id: int, narrator, model_name: str = "") -> bo
         events = "\n".join(f"- {m}" for m in memories) or tokens.last(
             "\n\n".join(n.text for n in uncovered), EXCERPT_TOKENS)
         request = summary_request(cast_brief(campaign.protagonist, campaign.state), base.text if base else "", events)
-    text = generate(narrator, SUMMARY_SYSTEM, request, max_tokens=600, task="summary")
+    text = clip_words(generate(narrator, SUMMARY_SYSTEM, request, max_tokens=600, task="summary"), SUMMARY_MAX_WORDS)
     if not text:
         return False
     with db.writing() as s:

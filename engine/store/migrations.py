@@ -11,7 +11,7 @@ from collections.abc import Callable
 from sqlite3 import Connection
 
 from ..errors import SchemaTooNew
-from . import knowledge_tables, memory_tables, narrative_tables
+from . import cards_tables, knowledge_tables, memory_tables, narrative_tables
 
 __all__ = ["LATEST", "MIGRATIONS", "migrate", "version_of"]
 
@@ -104,6 +104,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     knowledge_tables.migrate,  # v2
     memory_tables.migrate,  # v3
     narrative_tables.migrate,  # v4
+    cards_tables.migrate,  # v5
 ]
 LATEST = len(MIGRATIONS)
 

@@ -53,3 +53,11 @@ def test_calibration_of_the_gguf_model_reports_an_overlap_honestly(tmp_path):
     m = run("calibrate", tmp_path, backend="gguf")
     assert m["model_id"].startswith("gguf:")
     assert m["separated"] is (m["floor"] is not None)
+
+
+def test_release_evidence_runs_and_recovers(tmp_path):
+    m = run("release_evidence", tmp_path, turns=14, budget=1536, max_output=48)
+    v = m["verdicts"]
+    assert v["M03 every prompt within budget"] and v["leak count 0"] and v["process restarts"]
+    assert v["recovery into a fresh database"], m["details"]["recovery into a fresh database"]
+    assert m["checks"] == 6

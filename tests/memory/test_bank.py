@@ -131,3 +131,30 @@ def test_edit_pin_delete_and_errors(play):
 
     with pytest.raises(NotFound, match="no memory"):
         camp.memories.pin(memory_id)
+
+
+def test_word_limits_are_enforced_not_only_asked_for(db_path):
+    from engine.memory.prompts import clip_words
+
+    assert clip_words("One two three. Four five six seven.", 5) == "One two three."
+    assert clip_words("a b c d e f g", 4) == "a b c d…"
+    long = TaskNarrator(memory_reply=lambda excerpt: "word " * 300)
+    wb = Workbench.open(db_path, background=False)
+    wb.configure(narrator=long, embedder=BagOfWordsEmbedder())
+    camp = wb.new_campaign("Road", opening="Start.")
+    for i in range(6):
+        camp.act(f"walk {i}")
+    assert len(camp.memories.frame().iloc[0]["text"].split()) <= 50
+
+
+def test_memories_that_do_not_fit_are_dropped_not_fatal(db_path):
+    wb = Workbench.open(db_path, background=False)
+    wb.configure(narrator=TaskNarrator(), embedder=BagOfWordsEmbedder(), context_budget=1400, max_output_tokens=64,
+                 memory_top_k=10)
+    camp = wb.new_campaign("Road", opening="Start.")
+    camp.act("walk")
+    for i in range(10):
+        camp.memories.add(f"Memory {i}: the lantern road " + "runs past the mill and the weir " * 8, pinned=True)
+    camp.act("wait")  # derived work embeds them
+    report = camp.context("the lantern road past the mill")
+    assert report["memories"]["dropped_for_budget"] and report["tokens"]["total"] <= report["tokens"]["budget"]

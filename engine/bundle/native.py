@@ -1,0 +1,82 @@
+"""This workbench's own bundle, version 1: the reader.
+
+The shape (every id is local to the file and renumbered on import):
+
+    {"format": "story-workbench-campaign", "version": 1, "exported_at": ...,
+     "campaign": {title, premise, protagonist, ai_instructions, authors_note,
+                  narration_length, canon, state, created_at, updated_at},
+     "head": {"branch": id, "depth": n},
+     "branches": [{id, parent, fork_depth, created_at}]        parents first,
+     "nodes": [{id, branch, depth, parent, kind, text, raw_text, reasoning,
+                live, edited, state_after, created_at, record}]  take order,
+     "save_points", "memories", "summaries", "state_events",
+     "knowledge", "story_cards": [...]}
+
+A node's `record` is its turn record (narrator, report, usage, accounting,
+window, timings) or null. In a version-1 file an empty section means "none";
+an absent one means the writer could not say, and nothing is invented for it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import BundleRefused
+from .fields import MISSING, json_object, moment, state_document, string
+from .library import read_cards, read_knowledge
+from .plan import Notes, Plan
+from .sections import read_events, read_memories, read_save_points, read_summaries
+from .tree import read_tree
+
+__all__ = ["FORMAT", "NARRATION_LENGTHS", "VERSION", "read_campaign", "read_v1"]
+
+FORMAT = "story-workbench-campaign"
+VERSION = 1
+NARRATION_LENGTHS = ("", "brief", "medium", "long")
+UNTITLED = "Imported campaign"
+
+
+def read_campaign(raw: Any, notes: Notes) -> dict[str, Any]:
+    """The campaign's own fields. Each matters only to itself, so each is
+    repaired rather than refused."""
+    if not isinstance(raw, dict):
+        raise BundleRefused("The file has no campaign section (title, premise, state...). Nothing was imported.")
+    title = string(raw.get("title", MISSING), notes, "the title").strip()
+    if not title:
+        notes.repair(f"the campaign had no title; it is called “{UNTITLED}”")
+        title = UNTITLED
+    if len(title) > 200:
+        notes.repair("the title was longer than 200 characters; shortened")
+    length = raw.get("narration_length", "")
+    if length not in NARRATION_LENGTHS:
+        notes.repair(f"the narration length {length!r} is not one this workbench knows; left unset")
+        length = ""
+    return {
+        "title": title[:200],
+        "premise": string(raw.get("premise", MISSING), notes, "the premise"),
+        "protagonist": string(raw.get("protagonist", MISSING), notes, "the protagonist", limit=200),
+        "ai_instructions": string(raw.get("ai_instructions", MISSING), notes, "the AI instructions"),
+        "authors_note": string(raw.get("authors_note", MISSING), notes, "the author's note"),
+        "narration_length": length,
+        "canon": json_object(raw.get("canon", MISSING), notes, "the campaign canon"),
+        "state": state_document(raw.get("state", MISSING), notes, "the campaign's state"),
+        "created_at": moment(raw.get("created_at", MISSING), notes, "the campaign's creation time"),
+        "updated_at": moment(raw.get("updated_at", MISSING), notes, "the campaign's update time"),
+    }
+
+
+def read_v1(payload: dict, format_name: str = f"{FORMAT} v{VERSION}") -> Plan:
+    """Every check, no writes: a Plan, or BundleRefused saying why not."""
+    notes = Notes()
+    campaign = read_campaign(payload.get("campaign", MISSING), notes)
+    branches, nodes, head, lines = read_tree(payload.get("branches", MISSING), payload.get("nodes", MISSING),
+                                             payload.get("head", MISSING), notes)
+    events = read_events(payload.get("state_events", MISSING), {n.key for n in nodes}, notes)
+    knowledge = read_knowledge(payload.get("knowledge", MISSING), notes)
+    return Plan(
+        format=format_name, campaign=campaign, branches=branches, nodes=nodes, head=head,
+        save_points=read_save_points(payload.get("save_points", MISSING), lines, notes),
+        memories=read_memories(payload.get("memories", MISSING), lines, notes),
+        summaries=read_summaries(payload.get("summaries", MISSING), lines, notes),
+        events=events, knowledge=knowledge,
+        cards=read_cards(payload.get("story_cards", MISSING), notes), notes=notes,
+    )

@@ -1,0 +1,237 @@
+"""The app in a real browser: JupyterLab from .venv, Debian Chromium driven by
+Playwright, the real embedded narrator. Headless widget tests cannot show
+that the front end renders the widgets, that a typed line reaches the kernel
+and that streamed narration reaches the page; this does.
+
+Chromium comes from apt (`make browser-deps`, a prerequisite of `make test`);
+Playwright is never allowed to download a browser of its own.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from engine import Workbench
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--no-first-run", "--disable-sync"]
+EVIDENCE = ROOT / "evidence" / "widgets.png"
+SECOND = 1000  # Playwright timeouts are in milliseconds
+TURN = 240 * SECOND  # one turn of the embedded model, generous for a loaded 2-core machine
+
+NOTEBOOK_CELL = f"""\
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+from engine import Workbench
+from widgets import CampaignApp
+
+wb = Workbench.open("browser.db")
+# This test is about the page; derived work (memories, summaries, embeddings)
+# would share the one embedded model with the turns and only slow them down.
+quiet = {{k: v for k, v in dict(memory_enabled=False, auto_summarize=False, embedder="none").items()
+          if hasattr(wb.settings, k)}}
+wb.configure(narrator="local", max_output_tokens=40, **quiet)
+camp = wb.new_campaign("The Lantern Stair", premise="An old lighthouse whose keeper vanished.",
+                       protagonist="Wren", opening="Rain needles the cliff path below the lighthouse.")
+CampaignApp(camp)"""
+
+pytestmark = pytest.mark.browser
+
+
+def _requirements():
+    """Fail, not skip: `make test` installs both, so a missing one is a broken setup."""
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"{CHROMIUM} is missing: run `make browser-deps` (apt-get install chromium).")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("playwright is missing from .venv: run `make setup` (it is in the dev extra).")
+    return sync_playwright
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _write_notebook(folder: Path) -> None:
+    notebook = {
+        "cells": [{"cell_type": "code", "execution_count": None, "id": "app", "metadata": {}, "outputs": [],
+                   "source": NOTEBOOK_CELL.splitlines(keepends=True)}],
+        "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+                     "language_info": {"name": "python"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    }
+    (folder / "app.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+
+
+def _quiet_settings(folder: Path) -> Path:
+    """Lab settings that skip the 'get notified about Jupyter news?' toast (it covers the app)."""
+    target = folder / "@jupyterlab" / "apputils-extension"
+    target.mkdir(parents=True)
+    (target / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    return folder
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """JupyterLab on 127.0.0.1 with a token, in a temp dir; stopped by its own pid."""
+    work = tmp_path / "lab"
+    work.mkdir()
+    _write_notebook(work)
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "IPYTHONDIR": str(tmp_path / "ipython"),
+           "JUPYTERLAB_SETTINGS_DIR": str(_quiet_settings(tmp_path / "settings"))}
+    command = [str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser", "--ip=127.0.0.1",
+               f"--port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
+               f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}", "--LabApp.news_url=None",
+               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if os.geteuid() == 0:
+        command.append("--allow-root")  # containers and CI run as root
+    log = (tmp_path / "lab.log").open("w")
+    server = subprocess.Popen(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for_server(base, token, server, tmp_path / "lab.log")
+        yield base, token, work
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)  # the group this test started, by its id
+            server.wait(5)
+        log.close()
+
+
+def _wait_for_server(base: str, token: str, server: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"JupyterLab exited early:\n{log.read_text()[-3000:]}")
+        try:
+            if httpx.get(f"{base}/api/status", params={"token": token}, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    pytest.fail(f"JupyterLab did not start within 90 s:\n{log.read_text()[-3000:]}")
+
+
+def test_the_app_plays_in_jupyterlab_in_chromium(lab, tmp_path):
+    sync_playwright = _requirements()
+    base, token, work = lab
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1100})
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            try:
+                _play_in_the_page(page, base, token)
+            except Exception as exc:
+                raise AssertionError(_what_the_page_showed(page, tmp_path)) from exc
+            assert not [e for e in errors if "widget" in e.lower()], errors
+        finally:
+            browser.close()
+    _check_the_campaign_file(work / "browser.db")
+
+
+def _what_the_page_showed(page, tmp_path: Path) -> str:
+    """On failure: a screenshot beside the test's temp files and the page's text, to say why."""
+    shot = tmp_path / "failure.png"
+    try:
+        page.screenshot(path=str(shot), full_page=True)
+        text = page.locator(".jp-Notebook").inner_text(timeout=5 * SECOND)
+    except Exception as exc:  # noqa: BLE001 - the diagnosis must not hide the failure
+        text = f"(could not read the page: {exc})"
+    return f"The page (screenshot {shot}):\n{text[-4000:]}\nJupyterLab log:\n{(tmp_path / 'lab.log').read_text()[-3000:]}"
+
+
+def _play_in_the_page(page, base: str, token: str) -> None:
+    page.goto(f"{base}/lab/tree/app.ipynb?token={token}", wait_until="domcontentloaded")
+    editor = page.locator(".jp-Notebook .jp-CodeCell .cm-content").first
+    editor.wait_for(timeout=60 * SECOND)
+    page.wait_for_timeout(10 * SECOND)  # the kernel starting
+    editor.click()
+    page.keyboard.press("Shift+Enter")
+    app = page.locator(".story-workbench-app")
+    app.wait_for(timeout=90 * SECOND)
+    story = app.locator(".story-workbench-story")
+    assert "Rain needles the cliff path" in story.inner_text()
+
+    _send(page, app, "I try the door at the foot of the tower")
+    assert "> I try the door at the foot of the tower." in story.inner_text()
+    _send(page, app, "I climb the stair, counting the steps")
+    narrations = story.locator(".story-narrator")
+    assert narrations.count() == 2 and narrations.nth(1).inner_text().strip()
+
+    app.locator(".sw-undo").click()
+    _wait_for_story(page, "document.querySelectorAll('.story-workbench-story .story-narrator').length === 1")
+    assert "counting the steps" not in story.inner_text()
+
+    app.locator(".sw-retry").click()
+    _wait_for_story(page, "document.querySelector('.story-workbench-app .sw-takes')?.innerText.includes('2/2')")
+    _wait_idle(app)
+    assert story.locator(".story-narrator").count() == 1
+    app.get_by_text("Context", exact=True).click()  # the inspector: what the narrator was shown
+    app.locator(".sw-sections").wait_for(timeout=30 * SECOND)
+    assert "narrator_rules" in app.locator(".sw-sections").inner_text()
+    EVIDENCE.parent.mkdir(exist_ok=True)
+    page.set_viewport_size({"width": 1280, "height": 2400})  # the whole app, story to panels
+    page.wait_for_timeout(500)
+    app.screenshot(path=str(EVIDENCE))
+
+
+def _send(page, app, text: str) -> None:
+    """Type a line, press Send, and see narration stream in and the turn finish."""
+    before = app.locator(".story-workbench-story .story-narrator").count()
+    box = app.locator(".sw-input textarea")
+    box.click()
+    box.fill(text)
+    app.locator(".sw-send").click()
+    _wait_for_story(page, f"document.querySelectorAll('.story-workbench-story .story-narrator').length > {before}")
+    _wait_idle(app)
+
+
+def _wait_for_story(page, condition: str) -> None:
+    """Wait for `condition`, or fail at once with the app's own words if it shows an error."""
+    alert = "document.querySelector('.story-workbench-app .sw-status [role=alert]')"
+    page.wait_for_function(f"({condition}) || {alert} !== null", timeout=TURN)
+    shown = page.locator(".story-workbench-app .sw-status [role=alert]")
+    assert shown.count() == 0, f"The app showed an error: {shown.inner_text()}"
+
+
+def _wait_idle(app) -> None:
+    """The turn is over when the input box is enabled again and the status says it was written."""
+    app.locator(".sw-status").get_by_text("Written").wait_for(timeout=TURN)
+    app.locator(".sw-input textarea:not([disabled])").wait_for(timeout=30 * SECOND)
+
+
+def _check_the_campaign_file(path: Path) -> None:
+    """What the page showed is what the kernel wrote: two turns, the first with two takes."""
+    wb = Workbench.open(path)
+    try:
+        camp = wb.campaigns()[-1]
+        history = camp.history()
+        assert [e.kind for e in history] == ["start", "player", "narrator"]
+        assert history[-1].takes == 2 and history[-1].take == 2
+        camp.select_take(1)  # the second turn is kept, in the first take's future
+        assert camp.can_redo
+    finally:
+        wb.close()

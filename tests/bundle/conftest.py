@@ -1,0 +1,37 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from campaigns import build_rich, census, configure  # noqa: E402
+
+from engine import Workbench  # noqa: E402
+from engine.bundle import facade  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def rich(tmp_path_factory):
+    """One rich campaign and its export, built once per module: (workbench path, campaign id, bundle path)."""
+    folder = tmp_path_factory.mktemp("rich")
+    wb = Workbench.open(folder / "source.db", background=False)
+    camp = build_rich(wb)
+    report = facade.export_campaign(camp, folder / "rich.campaign.json")
+    wb.close()
+    return folder / "source.db", camp.id, report.path
+
+
+@pytest.fixture
+def fresh(tmp_path):
+    """An empty workbench to import into."""
+    wb = Workbench.open(tmp_path / "fresh.db", background=False)
+    configure(wb)
+    yield wb
+    wb.close()
+
+
+@pytest.fixture
+def counted(fresh):
+    """(workbench, a function giving the census of its file)."""
+    return fresh, lambda: census(fresh.db.path)

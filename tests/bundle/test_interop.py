@@ -1,0 +1,166 @@
+"""Files from other tools: AI Dungeon scenarios and story cards, SillyTavern
+World Info. Each arrives as far as our model allows, and the report lists
+what could not be carried."""
+import json
+
+import pytest
+from sqlalchemy import select
+
+from engine.bundle import BundleRefused, facade
+from engine.knowledge import Library
+from engine.store.knowledge_tables import KnowledgeSourceRow
+
+SCENARIO = {
+    "title": "The Drowned Bell",
+    "description": "A bell rings under the sea.",
+    "prompt": "You are ${Your name?}, a ${Your trade?} in Westhaven. The bell has rung for ${Days?} days.",
+    "memory": "${Your name?} is a diver. Westhaven is under quarantine.",
+    "authorsNote": "Tone: damp dread.",
+    "storyCards": [
+        {"keys": "Mara, innkeeper", "value": "Mara keeps the Crooked Lantern; she hates ${Your name?}.",
+         "type": "character", "title": "Mara", "description": "met in chapter one"},
+        {"keys": "bell", "value": "The drowned bell hangs in the sunken chapel.", "type": "location",
+         "title": "The bell"},
+    ],
+    "options": [{"title": "As a priest"}],
+    "gameCodeOnInput": "const modifier = (text) => ({text}); modifier(text)",
+    "tags": ["horror"],
+}
+
+WORLD_INFO = {
+    "name": "Westhaven lore",
+    "entries": {
+        "1": {"uid": 1, "key": ["abbey", "crypt"], "keysecondary": ["north"], "comment": "The abbey crypt",
+              "content": "The crypt lies under the north chapel; its keystone bears a broken circle.",
+              "constant": False, "selective": True, "order": 100, "position": 0, "disable": False},
+        "0": {"uid": 0, "key": ["Mara"], "keysecondary": [], "comment": "Mara",
+              "content": "Mara keeps the Crooked Lantern and buried her brother in secret.",
+              "constant": True, "order": 50, "position": 1, "disable": False},
+        "2": {"uid": 2, "key": ["plague"], "comment": "Old draft", "content": "The plague came by ship.",
+              "disable": True},
+    },
+}
+
+CHARACTER_BOOK = {"character_book": {"name": "Mara's book", "entries": [
+    {"keys": ["lantern"], "secondary_keys": [], "content": "The Crooked Lantern never closes.", "name": "Lantern",
+     "enabled": True, "insertion_order": 10},
+    {"keys": ["cellar"], "content": "Nobody goes in the cellar.", "comment": "Cellar", "enabled": False},
+]}}
+
+
+# ------------------------------------------------------------------ AI Dungeon
+def test_a_scenario_becomes_a_campaign_with_its_placeholders_filled(fresh):
+    report = facade.import_ai_dungeon(fresh, SCENARIO, answers={"Your name?": "Ila", "Your trade?": "diver"})
+    camp = fresh.campaign(report.campaign_id)
+    assert camp.title == "The Drowned Bell"
+    assert [e.text for e in camp.history()] == ["You are Ila, a diver in Westhaven. The bell has rung for ${Days?} days."]
+    assert not camp.can_undo and not camp.can_redo
+    cards = facade.story_cards(camp)
+    assert cards["keys"].tolist() == [["Mara", "innkeeper"], ["bell"]]
+    assert cards["entry"][0] == "Mara keeps the Crooked Lantern; she hates Ila."
+    assert cards["card_type"].tolist() == ["character", "location"] and cards["notes"][0] == "met in chapter one"
+    assert any("${Days?}" in w for w in report.warnings)
+    carried = " ".join(report.not_carried)
+    assert "sub-scenario" in carried and "scripts" in carried and "description" in carried
+    with fresh.db.reading() as s:
+        from engine.store import CampaignRow
+
+        row = s.get(CampaignRow, camp.id)
+        assert row.premise == "Ila is a diver. Westhaven is under quarantine." and row.authors_note == "Tone: damp dread."
+
+
+def test_a_scenario_file_on_disk_imports_and_its_script_is_only_text(fresh, tmp_path):
+    path = tmp_path / "drowned-bell.json"
+    path.write_text(json.dumps(SCENARIO), encoding="utf-8")
+    report = facade.import_ai_dungeon(fresh, path)
+    assert report.counts["story_cards"] == 2 and report.format == "AI Dungeon scenario"
+
+
+def test_a_story_card_export_adds_cards_to_a_campaign(fresh, tmp_path):
+    camp = fresh.new_campaign("Existing", opening="Start.")
+    report = facade.import_ai_dungeon(fresh, SCENARIO["storyCards"], campaign_id=camp.id)
+    assert report.campaign_id == camp.id and len(facade.story_cards(camp)) == 2
+    assert [e.text for e in camp.history()] == ["Start."]
+
+
+def test_a_story_card_export_alone_makes_a_campaign_named_after_the_file(fresh, tmp_path):
+    path = tmp_path / "bell-cards.json"
+    path.write_text(json.dumps(SCENARIO["storyCards"]), encoding="utf-8")
+    report = facade.import_ai_dungeon(fresh, path)
+    assert fresh.campaign(report.campaign_id).title == "bell-cards"
+
+
+@pytest.mark.parametrize("data", [{"hello": "world"}, [], [{"nothing": 1}], 7])
+def test_what_is_not_a_scenario_is_refused_and_writes_nothing(counted, data):
+    wb, census = counted
+    before = census()
+    with pytest.raises(BundleRefused):
+        facade.import_ai_dungeon(wb, data)
+    assert census() == before
+
+
+# ------------------------------------------------------------------ SillyTavern
+def test_world_info_becomes_story_cards(fresh):
+    report = facade.import_sillytavern(fresh, WORLD_INFO)
+    camp = fresh.campaign(report.campaign_id)
+    assert camp.title == "Westhaven lore"
+    cards = facade.story_cards(camp)
+    assert cards["title"].tolist() == ["Mara", "The abbey crypt", "Old draft"]  # SillyTavern's order (uid)
+    assert cards["keys"][1] == ["abbey", "crypt"] and "Secondary keys: north" in cards["notes"][1]
+    assert "Disabled in SillyTavern." in cards["notes"][2]
+    assert any("activation settings" in line for line in report.not_carried)
+
+
+def test_world_info_as_knowledge_is_one_markdown_source_that_retrieval_finds(fresh):
+    report = facade.import_sillytavern(fresh, WORLD_INFO, as_knowledge=True)
+    camp = fresh.campaign(report.campaign_id)
+    assert report.counts == {"branches": 1, "knowledge_sources": 1}
+    with fresh.db.reading() as s:
+        from sqlalchemy.orm import undefer
+
+        source = s.scalars(select(KnowledgeSourceRow).options(undefer(KnowledgeSourceRow.content))
+                           .where(KnowledgeSourceRow.campaign_id == camp.id)).one()
+        assert source.original_filename == "Westhaven lore.md" and source.media_type == "text/markdown"
+        assert source.index_state == "ready" and source.classification == "reference"
+        assert "## The abbey crypt" in source.content and "Keys: abbey, crypt, north" in source.content
+        assert "plague" not in source.content
+    assert any("Old draft" in line for line in report.dropped)
+    found = Library(fresh.db, camp.id, progress=False).retrieve("the keystone of the crypt under the north chapel",
+                                                                 budget_tokens=2000)
+    assert any("broken circle" in p.text for p in found.passages)
+
+
+def test_world_info_can_be_added_to_an_existing_campaign_as_canon(fresh):
+    camp = fresh.new_campaign("Existing", opening="Start.")
+    report = facade.import_sillytavern(fresh, WORLD_INFO, as_knowledge=True, campaign_id=camp.id,
+                                       classification="canon")
+    assert report.campaign_id == camp.id
+    with fresh.db.reading() as s:
+        assert s.scalars(select(KnowledgeSourceRow.classification)
+                         .where(KnowledgeSourceRow.campaign_id == camp.id)).all() == ["canon"]
+
+
+def test_a_character_book_is_read_too(fresh):
+    report = facade.import_sillytavern(fresh, CHARACTER_BOOK)
+    cards = facade.story_cards(fresh.campaign(report.campaign_id))
+    assert cards["title"].tolist() == ["Lantern", "Cellar"] and "Disabled" in cards["notes"][1]
+
+
+@pytest.mark.parametrize("data", [{"entries": "nope"}, {"name": "x"}, [1, 2],
+                                  {"entries": {"0": {"content": "", "disable": True}}}])
+def test_what_is_not_world_info_is_refused_and_writes_nothing(counted, data):
+    wb, census = counted
+    before = census()
+    with pytest.raises(BundleRefused):
+        facade.import_sillytavern(wb, data, as_knowledge=True)
+    assert census() == before
+
+
+def test_adding_to_a_missing_campaign_writes_nothing(counted):
+    from engine import NotFound
+
+    wb, census = counted
+    before = census()
+    with pytest.raises(NotFound):
+        facade.import_sillytavern(wb, WORLD_INFO, campaign_id=999)
+    assert census() == before

@@ -1,0 +1,251 @@
+"""Save points, panels, the inspector, the static transcript, and markup that stays inert."""
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import ipywidgets as w
+import pandas as pd
+import pytest
+from helpers import texts
+from narrators import ScriptedNarrator
+from widget_helpers import assert_inert, html_values, markup_in, story
+
+from widgets import CampaignApp, register_panel
+from widgets.panels import PANELS, StatePanel, placeholder_panel
+
+EVIL = ('<script>alert(1)</script><img src="http://evil.example/x.png" onerror="alert(2)">'
+        '<a href="javascript:alert(3)">click</a><iframe src="//evil"></iframe>'
+        '<div style="background:url(http://evil/)">x</div> & done')
+
+
+@pytest.fixture
+def app(camp):
+    return CampaignApp(camp, threaded=False)
+
+
+def panel(app, title):
+    titles = [t for t, _ in app.panels]
+    return app.panel_widgets[titles.index(title)]
+
+
+# ------------------------------------------------------------------ save points
+def test_save_points_create_list_restore_and_delete_with_confirmation(app, camp):
+    sp = app.save_points
+    assert sp.create.disabled and sp.restore.disabled  # no name, nothing saved yet
+    app.send("go in")
+    sp.name.value = "at the cave"
+    sp.create.click()
+    assert [p.name for p in camp.save_points()] == ["at the cave"] and sp.choice.label.startswith("at the cave")
+    app.send("go deeper")
+    sp.restore.click()
+    assert texts(camp)[-1] == "Narration 1." and "Narration 2." not in story(app)
+    sp.delete.click()
+    assert sp.confirm_row.layout.display == "" and "cannot be undone" in sp.confirm_text.value
+    assert len(camp.save_points()) == 1  # asking deletes nothing
+    sp.cancel.click()
+    assert sp.confirm_row.layout.display == "none" and len(camp.save_points()) == 1
+    sp.delete.click()
+    sp.confirm.click()
+    assert camp.save_points() == [] and sp.choice.options == () and sp.restore.disabled
+
+
+def test_a_save_point_before_the_story_starts_is_refused_in_words(wb):
+    camp = wb.new_campaign("Empty")
+    app = CampaignApp(camp, threaded=False)
+    app.save_points.name.value = "too soon"
+    app.save_points.create.click()
+    assert "Nothing to save yet" in app.controls.status.value
+    assert "not started yet" in story(app)
+
+
+# ------------------------------------------------------------------ markup
+def test_markup_from_the_narrator_the_reader_and_the_campaign_stays_inert(wb):
+    camp = wb.new_campaign(EVIL, premise=EVIL, protagonist="Ila", opening=EVIL)
+    wb.configure(narrator=ScriptedNarrator([EVIL], reasoning=EVIL))
+    app = CampaignApp(camp, threaded=False)
+    live, thoughts = [], []
+    app.story.live.observe(lambda ch: live.append(ch["new"]), "value")
+    app.story.reasoning.observe(lambda ch: thoughts.append(ch["new"]), "value")
+    app.send(EVIL)
+    app.controls.direction.value = True
+    app.send(EVIL)
+    app.save_points.name.value = EVIL
+    app.save_points.create.click()
+    app.save_points.delete.click()
+    app.controls.edit.click()
+    app.send(EVIL + " edited")
+    panel(app, "Settings").test.click()
+    values = html_values(app) + live + thoughts + [app._repr_html_(), camp._repr_html_()]
+    for html in values:
+        assert_inert(html)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in story(app)
+    assert any("&lt;script&gt;" in t for t in thoughts)
+    assert "&lt;a href" in app._repr_html_()
+
+
+def test_state_is_shown_as_an_escaped_list(app, camp, wb):
+    app.send("look")
+    with wb.db.writing() as s:
+        from engine.store import CampaignRow
+
+        s.get(CampaignRow, camp.id).state = {"scene": {"place": "<b>cave</b>"}, "items": ["rope", EVIL]}
+    app.refresh()
+    html = panel(app, "State").body.value
+    assert "<b>scene</b>" in html and "&lt;b&gt;cave&lt;/b&gt;" in html and "<li>rope</li>" in html
+    assert_inert(html)
+
+
+# ------------------------------------------------------------------ panels
+def test_default_panels(app, camp):
+    assert [t for t, _ in app.panels] == ["Settings", "Context", "State", "Memory", "Knowledge"]
+    assert isinstance(app.panel_box, w.Accordion) and app.panel_box.selected_index is None
+    assert list(app.panel_box.titles) == ["Settings", "Context", "State", "Memory", "Knowledge"]
+    assert "No narrative state" in panel(app, "State").body.value
+    for title in ("Memory", "Knowledge"):  # whatever the campaign offers yet, the panel opens without error
+        assert "#b00020" not in panel(app, title).body.value
+
+
+def test_placeholders_say_not_available_when_the_campaign_lacks_the_attribute():
+    bare = SimpleNamespace()
+    assert "Memory is not available yet" in placeholder_panel("memories", "Memory")(bare).body.value
+    assert "Knowledge is not available yet" in placeholder_panel("knowledge", "Knowledge")(bare).body.value
+
+
+def test_placeholders_list_what_the_campaign_has_escaped():
+    camp = SimpleNamespace(memories=lambda: ["Ila fears the tide.", {"text": "<script>x</script>", "pinned": True}],
+                           knowledge=[])
+    memory = placeholder_panel("memories", "Memory")(camp)
+    assert "<li>Ila fears the tide.</li>" in memory.body.value
+    assert "&lt;script&gt;x&lt;/script&gt; (pinned)" in memory.body.value
+    assert "No knowledge yet" in placeholder_panel("knowledge", "Knowledge")(camp).body.value
+    broken = SimpleNamespace(knowledge=lambda: 1 / 0)
+    assert "ZeroDivisionError" in placeholder_panel("knowledge", "Knowledge")(broken).body.value
+
+
+def test_placeholders_read_tables_and_say_when_they_cannot_list():
+    library = SimpleNamespace(list=lambda: pd.DataFrame([{"name": "<b>harbour.md</b>", "chunks": 3}]))
+    html = placeholder_panel("knowledge", "Knowledge")(SimpleNamespace(knowledge=library)).body.value
+    assert "<li>&lt;b&gt;harbour.md&lt;/b&gt;</li>" in html
+    opaque = SimpleNamespace(knowledge=object())
+    assert "its panel is not registered yet" in placeholder_panel("knowledge", "Knowledge")(opaque).body.value
+
+
+class Recorder(w.HTML):
+    def __init__(self, camp):
+        super().__init__()
+        self.camp, self.refreshes, self.app = camp, 0, None
+
+    def refresh(self):
+        self.refreshes += 1
+        self.value = f"{len(self.camp.history())} passages"
+
+    def attach(self, app):
+        self.app = app
+
+
+def test_panels_are_built_from_title_factory_pairs_and_refreshed(camp):
+    def broken(camp):
+        raise RuntimeError("no such thing")
+
+    app = CampaignApp(camp, threaded=False, panels=[("Recorder", Recorder), ("Broken", broken)])
+    recorder = app.panel_widgets[0]
+    assert recorder.app is app and recorder.refreshes == 1
+    assert "The Broken panel could not open" in app.panel_widgets[1].value
+    app.send("look")
+    app.controls.undo.click()
+    assert recorder.refreshes == 3 and recorder.value == "1 passages"
+
+
+def test_register_panel_replaces_by_title_or_appends():
+    panels = list(PANELS)
+    register_panel("State", Recorder, panels)
+    register_panel("Map", Recorder, panels)
+    assert [t for t, _ in panels] == ["Settings", "Context", "State", "Memory", "Knowledge", "Map"]
+    assert panels[2] == ("State", Recorder) and PANELS[2] == ("State", StatePanel)
+    assert CampaignApp.panels is PANELS
+
+
+# ------------------------------------------------------------------ settings
+def test_settings_apply_only_what_changed_and_refuse_in_words(app, wb):
+    settings = panel(app, "Settings")
+    narrator = wb.narrator
+    settings.budget.value = 8192
+    settings.apply.click()
+    assert wb.settings.context_budget == 8192 and wb.narrator is narrator  # the test narrator is kept
+    assert "Saved: context_budget" in settings.message.value
+    settings.endpoint.value = "http://8.8.8.8/v1"  # a public host: refused before any connection
+    settings.apply.click()
+    assert "be used" in settings.message.value and "role" not in settings.message.value
+    assert wb.settings.endpoint_url == "" and "color:#b00020" in settings.message.value
+
+
+def test_test_connection_shows_the_report(app):
+    settings = panel(app, "Settings")
+    settings.test.click()
+    assert "reachable" in settings.report.value and "scripted" not in settings.message.value
+    assert not settings.test.disabled and not app.controls.continue_.disabled
+
+
+# ------------------------------------------------------------------ inspector
+def test_context_inspector_shows_any_turn(app, camp):
+    inspector = panel(app, "Context")
+    assert "No narrated turn yet" in inspector.summary.value
+    app.send("go in")
+    app.send("I wait")
+    first, second = [e.id for e in camp.history() if e.kind == "narrator"]
+    assert [v for _, v in inspector.choice.options] == [second, first]
+    assert inspector.choice.value == second
+    report = camp.turn(second).report
+    assert f"{report['budget']['effective']:,} effective" in inspector.summary.value
+    assert f"newest {report['history']['included']} of {report['history']['total']}" in inspector.summary.value
+    for section in report["sections"]:
+        assert f"<td style='padding-right:1em;vertical-align:top'>{section['name']}</td>" in inspector.table.value
+    assert inspector.chart.value[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "Narration 1." in inspector.raw.value and inspector.raw_box.selected_index is None
+    inspector.choice.value = first
+    assert "&gt; You go in." in inspector.raw.value and "I wait" not in inspector.raw.value
+    app.controls.retry.click()  # the second turn's first take leaves the story being read...
+    assert second not in [v for _, v in inspector.choice.options]
+    inspector.node.value = second  # ...and can still be inspected by its node id
+    inspector.go.click()
+    assert f"node {second}" in inspector.summary.value
+    inspector.node.value = 9999
+    inspector.go.click()
+    assert "#b00020" in inspector.summary.value and inspector.table.value == ""
+
+
+def test_an_edited_turn_has_no_report_and_says_so(app, camp):
+    app.send("go in")
+    app.controls.edit.click()
+    app.send("Corrected.")
+    assert "no context report" in panel(app, "Context").summary.value
+
+
+# ------------------------------------------------------------------ display
+def test_the_app_displays_as_a_widget_and_as_a_static_transcript(app, camp):
+    app.send("go in")
+    bundle = app._repr_mimebundle_()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == app.widget.model_id
+    assert "&gt; You go in." in bundle["text/html"] and "Narration 1." in bundle["text/html"]
+    assert "Static transcript" in bundle["text/html"] and bundle["text/plain"].startswith("<CampaignApp")
+    assert app._repr_html_().startswith("<div class='story-workbench-campaign'")
+    assert "Narration 1." in camp._repr_html_()
+
+
+def test_markup_parser_catches_injection():
+    """The inertness check itself must fail on real markup."""
+    assert "script" in markup_in("<script>x</script>").tags
+    with pytest.raises(AssertionError):
+        assert_inert("<a href='javascript:x'>y</a>")
+
+
+def test_panels_are_read_again_when_derived_work_finishes(camp):
+    app = CampaignApp(camp, panels=[("Recorder", Recorder)])  # threaded, as in a notebook
+    recorder = app.panel_widgets[0]
+    app.send("look")
+    assert app.wait(10)
+    deadline = time.monotonic() + 5
+    while recorder.refreshes < 3 and time.monotonic() < deadline:  # opening, the turn, then derived work
+        time.sleep(0.02)
+    assert recorder.refreshes == 3

@@ -1,0 +1,11 @@
+"""The ipywidgets campaign interface: `CampaignApp(camp)` plays a campaign in a
+notebook cell; `register_panel(title, factory)` adds or replaces a side panel
+(State, Memory, Knowledge...) for apps opened afterwards.
+
+    from widgets import CampaignApp
+    CampaignApp(camp)
+"""
+from .app import CampaignApp
+from .panels import register_panel
+
+__all__ = ["CampaignApp", "register_panel"]

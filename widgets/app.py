@@ -1,0 +1,322 @@
+"""`CampaignApp(camp)`: a playable campaign in one notebook cell.
+
+The app is glue: the story view, the controls, save points and the panels
+are separate views, and every click becomes one `Campaign` call. Turns run
+through a `Runner` (a background thread by default) so the kernel stays free
+for the Stop button; head moves (undo, redo, takes, edits, restores) are
+quick database writes and run inline. Anything that fails is shown in words
+at the input, and the controls come back.
+
+Where widgets do not render (an executed or exported notebook) the app
+displays as a static HTML transcript of the story.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import ipywidgets as w
+
+from engine import Campaign, TurnCancelled, display
+
+from .controls import Availability, Controls
+from .panels import PANELS, Factory, build_panels
+from .runner import Runner, describe_error
+from .savepoints import SavePointsBar
+from .story_view import StoryView
+
+__all__ = ["CampaignApp"]
+
+
+class CampaignApp:
+    """Play `camp` from a notebook: `CampaignApp(camp)` as the last line of a cell.
+
+    `threaded=False` runs each turn before the click returns (tests, scripts).
+    `panels` replaces the class-wide `CampaignApp.panels` list of
+    `(title, factory)` for this app only."""
+
+    panels: ClassVar[list[tuple[str, Factory]]] = PANELS
+
+    def __init__(self, camp: Campaign, *, threaded: bool = True, panels: list[tuple[str, Factory]] | None = None):
+        self.camp = camp
+        self.runner = Runner(threaded)
+        self.error: str | None = None
+        self._editing: int | None = None
+        self._draft = ""
+        self._stopping = False
+        self._history: list = []
+        self._availability = Availability()
+        self.story = StoryView(camp.title)
+        self.controls = Controls()
+        self.save_points = SavePointsBar(camp, changed=self.refresh, say=self._say)
+        self.panel_box, self.panel_widgets = build_panels(camp, self.panels if panels is None else panels)
+        self.widget = w.VBox([self.story.widget, self.controls.widget, self.save_points.widget, self.panel_box])
+        self.widget.add_class("story-workbench-app")
+        self._wire()
+        for panel in self.panel_widgets:
+            if hasattr(panel, "attach"):
+                panel.attach(self)
+        self.refresh()
+
+    def _wire(self) -> None:
+        c = self.controls
+        c.send.on_click(lambda _: self.send())
+        c.continue_.on_click(lambda _: self.continue_story())
+        c.retry.on_click(lambda _: self.retry())
+        c.undo.on_click(lambda _: self.undo())
+        c.redo.on_click(lambda _: self.redo())
+        c.edit.on_click(lambda _: self.toggle_edit())
+        c.stop.on_click(lambda _: self.stop())
+        c.prev_take.on_click(lambda _: self._step_take(-1))
+        c.next_take.on_click(lambda _: self._step_take(+1))
+
+    # ------------------------------------------------------------ turns
+    def send(self, text: str | None = None) -> None:
+        """What Send does: act, direct (Story direction on) or save an edit."""
+        if text is not None:
+            self.controls.text.value = text
+        text = self.controls.text.value
+        if self._editing is not None:
+            self.save_edit(text)
+        elif self.controls.direction.value:
+            self.direct(text)
+        else:
+            self.act(text)
+
+    def act(self, text: str) -> None:
+        self._turn(lambda **cb: self.camp.act(text, **cb), line=text, kind="player", needs_text=True)
+
+    def direct(self, text: str) -> None:
+        self._turn(lambda **cb: self.camp.direct(text, **cb), line=text, kind="direction", needs_text=True)
+
+    def continue_story(self) -> None:
+        self._turn(lambda **cb: self.camp.continue_story(**cb))
+
+    def retry(self) -> None:
+        self._turn(lambda **cb: self.camp.retry(**cb), retry=True)
+
+    def play(self, inputs) -> None:
+        """Play scripted inputs one after another, each to the end: the headless
+        path (papermill). Raises the first failure so a scripted run fails loudly."""
+        for text in inputs:
+            self.wait()
+            self.act(text)
+            self.wait()
+            if self.error:
+                raise RuntimeError(self.error)
+
+    def stop(self) -> None:
+        """Cancel the running turn: the engine raises TurnCancelled and writes nothing.
+
+        `Campaign.stop()` does nothing until the turn has registered its cancel
+        event, so the request is also remembered and repeated on the next
+        streamed chunk: a Stop clicked in the first instant still stops."""
+        if self.runner.busy:
+            self._stopping = True
+            self.camp.stop()
+            self._say("Stopping…")
+
+    def _streamed(self, chunk: str) -> None:
+        if self._stopping:
+            self.camp.stop()
+            return
+        self.story.append(chunk)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the running turn is over (scripts and tests)."""
+        return self.runner.wait(timeout)
+
+    def _turn(self, call: Callable[..., Any], line: str = "", kind: str = "player",
+              needs_text: bool = False, retry: bool = False) -> None:
+        if needs_text and not line.strip():
+            self.error = "Write what you do first (or, with Story direction on, what should happen)."
+            self._say(self.error, error=True)
+            return
+        if self.runner.busy:
+            self.error = "A turn is already being narrated: wait for it, or press Stop."
+            self._say(self.error, error=True)
+            return
+        self._say("")
+        self._stopping = False
+        if retry and self._history and self._history[-1].kind == "narrator":
+            self.story.show(self._history[:-1])  # the new take streams in its place
+        self.story.begin(line, kind)
+        self.background(lambda: call(on_text=self._streamed, on_reasoning=self.story.append_reasoning),
+                        lambda turn: self._turn_done(turn, consumed=needs_text), self._turn_failed, self.refresh)
+
+    def _turn_done(self, turn, consumed: bool) -> None:
+        """The input box empties only when its text was played (Continue leaves a draft alone)."""
+        if consumed:
+            self.controls.text.value = ""
+        self.error = None
+        self._say(_written(turn))
+        self._follow_derived()
+
+    def _follow_derived(self) -> None:
+        """Memories and state are derived after a turn's commit, in the engine's
+        own background thread: re-read the panels once that work is done."""
+        wait = getattr(self.camp, "wait_derived", None)
+        if not (self.runner.threaded and callable(wait)):
+            return  # inline: derived work (if any) already ran
+
+        def follow() -> None:
+            try:
+                wait(600)
+            except Exception:  # noqa: BLE001 - the panels' own Refresh still works
+                return
+            for panel in self.panel_widgets:
+                self._refresh_panel(panel)
+        threading.Thread(target=follow, name="story-workbench-derived", daemon=True).start()
+
+    def _turn_failed(self, exc: BaseException) -> None:
+        self.story.abandon()
+        self.error = describe_error(exc)
+        self._say(self.error, error=not isinstance(exc, TurnCancelled))
+
+    def background(self, job: Callable[[], Any], done: Callable[[Any], None],
+                   failed: Callable[[BaseException], None], after: Callable[[], None]) -> bool:
+        """Run a slow job through the app's runner with the controls disabled
+        meanwhile; panels use this (via `attach`) so their work never overlaps
+        a turn. Returns False, doing nothing, if a job is already running."""
+        if self.runner.busy:
+            return False
+        self._update_controls(busy=True)  # before the thread starts: it may finish first
+
+        def then() -> None:
+            after()
+            self._update_controls()
+        return self.runner.start(job, done, failed, then)
+
+    # ------------------------------------------------------------ head moves
+    def undo(self) -> None:
+        self._move(self.camp.undo)
+
+    def redo(self) -> None:
+        self._move(self.camp.redo)
+
+    def select_take(self, n: int) -> None:
+        self._move(lambda: self.camp.select_take(n))
+
+    def _step_take(self, step: int) -> None:
+        self.select_take(self._availability.take + step)
+
+    def toggle_edit(self) -> None:
+        """Edit puts the newest narration in the input box; Cancel edit puts your draft back."""
+        if self._editing is not None:
+            self._editing = None
+            self.controls.text.value = self._draft
+        else:
+            head = self._history[-1] if self._history else None
+            if head is None or head.kind != "narrator":
+                self._say("Nothing to edit: the newest passage is not a narration.", error=True)
+                return
+            self._draft, self._editing = self.controls.text.value, head.id
+            self.controls.text.value = head.text
+            self._say("Correct the narration, then Save edit. It becomes a new take; the original is kept.")
+        self._update_controls()
+
+    def save_edit(self, text: str) -> None:
+        node_id = self._editing
+        if node_id is None:
+            return
+
+        def save() -> None:
+            self.camp.edit(node_id, text)
+            self._editing = None
+            self.controls.text.value = self._draft
+
+        if self._move(save):
+            self._say("Edit saved as a new take.")
+
+    def _move(self, action: Callable[[], Any]) -> bool:
+        if self.runner.busy:
+            self._say("A turn is being narrated: wait for it, or press Stop.", error=True)
+            return False
+        try:
+            action()
+        except Exception as exc:  # noqa: BLE001 - shown in words at the input
+            self.error = describe_error(exc)
+            self._say(self.error, error=True)
+            self.refresh()
+            return False
+        self.error = None
+        self._say("")
+        self.refresh()
+        return True
+
+    # ------------------------------------------------------------ view
+    def refresh(self) -> None:
+        """Re-read the story and what applies, then update every view and panel."""
+        try:
+            self._history = self.camp.history()
+            self._availability = self._read_availability()
+        except Exception as exc:  # noqa: BLE001 - a vanished file or campaign, in words
+            self._history, self._availability = [], Availability(busy=self.runner.busy)
+            self._say(describe_error(exc), error=True)
+        self.story.show(self._history, self._head_reasoning())
+        self._update_controls()
+        self.save_points.refresh()
+        for panel in self.panel_widgets:
+            self._refresh_panel(panel)
+
+    def _read_availability(self) -> Availability:
+        camp, head = self.camp, (self._history[-1] if self._history else None)
+        narrated = head is not None and head.kind == "narrator"
+        return Availability(busy=self.runner.busy, can_undo=camp.can_undo, can_redo=camp.can_redo,
+                            can_retry=camp.can_retry, take=head.take if narrated else 1,
+                            takes=head.takes if narrated else 1)
+
+    def _head_reasoning(self) -> str | None:
+        head = self._history[-1] if self._history else None
+        if head is None or head.kind != "narrator":
+            return None
+        try:
+            return self.camp.turn(head.id).reasoning
+        except Exception:  # noqa: BLE001 - reasoning is optional decoration
+            return None
+
+    def _update_controls(self, busy: bool | None = None) -> None:
+        busy = self.runner.busy if busy is None else busy
+        a = self._availability
+        self.controls.update(Availability(busy, a.can_undo, a.can_redo, a.can_retry, a.take, a.takes,
+                                          self._editing is not None))
+        self.save_points.set_busy(busy)
+
+    def _refresh_panel(self, panel) -> None:
+        refresh = getattr(panel, "refresh", None)
+        if callable(refresh):
+            try:
+                refresh()
+            except Exception as exc:  # noqa: BLE001 - a panel's bug stays in its panel
+                self._say(f"A panel could not update: {describe_error(exc)}", error=True)
+
+    def _say(self, message: str, error: bool = False) -> None:
+        self.controls.say(message, error)
+
+    # ------------------------------------------------------------ display
+    def _repr_html_(self) -> str:
+        """The static transcript: what an executed or exported notebook shows."""
+        try:
+            entries = self.camp.history()
+            title = self.camp.title
+        except Exception as exc:  # noqa: BLE001
+            return display.text_html(describe_error(exc))
+        return display.story_html(title, entries, footer="Static transcript: run the cell in Jupyter to play.")
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs) -> dict:
+        """The live widget where widgets render, the transcript everywhere else."""
+        widget_bundle = getattr(self.widget, "_repr_mimebundle_", None)  # None once the widget is closed
+        bundle = dict(widget_bundle(**kwargs) or {}) if callable(widget_bundle) else {}
+        bundle["text/html"] = self._repr_html_()
+        bundle["text/plain"] = repr(self)
+        return bundle
+
+    def __repr__(self) -> str:
+        return f"<CampaignApp for {self.camp!r}>"
+
+
+def _written(turn) -> str:
+    take = f" (take {turn.take}/{turn.takes})" if turn.takes > 1 else ""
+    words = len(turn.text.split())
+    return f"Written: {words} words{take}."

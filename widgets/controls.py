@@ -1,0 +1,151 @@
+"""The input box and the buttons beside it, enabled only when they apply.
+
+`Controls` is a view: it knows nothing of the campaign. The app computes an
+`Availability` from the engine (`can_undo`, `can_redo`, `can_retry`, the
+takes, whether a turn is running) and `update` turns it into `.disabled`
+flags and tooltips that say why a button cannot be used right now.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from html import escape
+
+import ipywidgets as w
+
+__all__ = ["Availability", "Controls"]
+
+BUSY = "A turn is being narrated: wait for it, or press Stop."
+WHY_NOT = {
+    "send": "Write what you do first (or, with Story direction on, what should happen).",
+    "undo": "Nothing to undo: the story is at its opening.",
+    "redo": "Nothing to redo: this is the latest turn on this line of the story.",
+    "retry": "Nothing to retry: the newest passage is not a narration.",
+    "edit": "Nothing to edit: the newest passage is not a narration.",
+    "stop": "No turn is running.",
+    "first": "This is the first take.",
+    "last": "This is the newest take.",
+}
+TIPS = {
+    "send": "Play your line as the next turn.",
+    "continue": "Let the story go on without acting.",
+    "direction": "Speak to the narrator out of character: 'Make the storm break.'",
+    "undo": "Step back one turn (nothing is deleted; Redo comes back).",
+    "redo": "Step forward again along this line of the story.",
+    "retry": "Another take of the newest narration (the current one is kept).",
+    "edit": "Correct the newest narration: it becomes a new take.",
+    "stop": "Stop the narration; nothing is written.",
+    "first": "The previous take of the newest narration.",
+    "last": "The next take of the newest narration.",
+}
+PLACEHOLDER = {
+    False: "What do you do? e.g. open the door · I draw my sword · \"Who's there?\"",
+    True: "Story direction, out of character: e.g. Make the storm break.",
+}
+
+
+@dataclass(frozen=True)
+class Availability:
+    """What applies where the story is now."""
+
+    busy: bool = False
+    can_undo: bool = False
+    can_redo: bool = False
+    can_retry: bool = False
+    take: int = 1
+    takes: int = 1
+    editing: bool = False
+
+
+def _button(label: str, tip_key: str, style: str = "", width: str = "auto") -> w.Button:
+    button = w.Button(description=label, tooltip=TIPS.get(tip_key, ""), button_style=style,
+                      layout=w.Layout(width=width))
+    button.add_class(f"sw-{tip_key}")
+    return button
+
+
+class Controls:
+    """Input box, Send/Continue/Story direction, Undo/Redo/Retry/Edit/Stop, takes, status."""
+
+    def __init__(self):
+        self.text = w.Textarea(placeholder=PLACEHOLDER[False], rows=2, layout=w.Layout(width="100%"))
+        self.text.add_class("sw-input")
+        self.send = _button("Send", "send", "primary", "10em")
+        self.continue_ = _button("Continue", "continue", width="10em")
+        self.direction = w.ToggleButton(description="Story direction", tooltip=TIPS["direction"],
+                                        layout=w.Layout(width="10em"))
+        self.undo = _button("↶ Undo", "undo")
+        self.redo = _button("↷ Redo", "redo")
+        self.retry = _button("⟳ Retry", "retry")
+        self.edit = _button("✎ Edit", "edit")
+        self.stop = _button("■ Stop", "stop")
+        self.prev_take = _button("‹", "first", width="2.5em")
+        self.next_take = _button("›", "last", width="2.5em")
+        self.take_label = w.HTML()
+        self.takes = w.HBox([self.prev_take, self.take_label, self.next_take])
+        self.takes.add_class("sw-takes")
+        self.status = w.HTML()
+        self.status.add_class("sw-status")
+        self.widget = self._layout()
+        self._state = Availability()
+        self.direction.observe(lambda _: self._relabel(), "value")
+        self.text.observe(lambda _: self.update(self._state), "value")
+        self.update(self._state)
+
+    def _layout(self) -> w.Widget:
+        actions = w.VBox([self.send, self.continue_, self.direction])
+        nav = w.HBox([self.undo, self.redo, self.retry, self.edit, self.takes, self.stop])
+        return w.VBox([w.HBox([self.text, actions]), nav, self.status])
+
+    # ------------------------------------------------------------ state
+    def update(self, state: Availability) -> None:
+        """Enable exactly what applies; a disabled button's tooltip says why."""
+        self._state = state
+        idle = not state.busy
+        has_text = bool(self.text.value.strip())
+        self.text.disabled = state.busy
+        self._enable(self.send, idle and has_text, "send")
+        self._enable(self.continue_, idle and not state.editing, "continue")
+        self._enable(self.undo, idle and state.can_undo and not state.editing, "undo")
+        self._enable(self.redo, idle and state.can_redo and not state.editing, "redo")
+        self._enable(self.retry, idle and state.can_retry and not state.editing, "retry")
+        self._enable(self.edit, idle and (state.can_retry or state.editing), "edit")
+        self.direction.disabled = state.busy or state.editing
+        self._enable(self.stop, state.busy, "stop")
+        self.stop.button_style = "danger" if state.busy else ""
+        self._update_takes(state)
+        self._relabel()
+
+    def _enable(self, button: w.Button, enabled: bool, key: str) -> None:
+        button.disabled = not enabled
+        if enabled:
+            button.tooltip = TIPS.get(key, "")
+        elif self._state.busy and key != "stop":
+            button.tooltip = BUSY
+        elif self._state.editing and key not in ("send", "edit"):
+            button.tooltip = "Finish or cancel the edit first."
+        else:
+            button.tooltip = WHY_NOT.get(key, "")
+
+    def _update_takes(self, state: Availability) -> None:
+        """`‹ 2/4 ›` on the newest narration, shown only when it has several takes."""
+        self.takes.layout.display = "" if state.takes > 1 else "none"
+        self.take_label.value = f"<span style='padding:0 .4em'>{state.take}/{state.takes}</span>"
+        idle = not state.busy and not state.editing
+        self._enable(self.prev_take, idle and state.take > 1, "first")
+        self._enable(self.next_take, idle and state.take < state.takes, "last")
+
+    def _relabel(self) -> None:
+        editing = self._state.editing
+        self.send.description = "Save edit" if editing else ("Direct" if self.direction.value else "Send")
+        self.edit.description = "Cancel edit" if editing else "✎ Edit"
+        self.text.placeholder = "The corrected narration." if editing else PLACEHOLDER[self.direction.value]
+
+    # ------------------------------------------------------------ messages
+    def say(self, message: str, error: bool = False) -> None:
+        """A message at the input, in words; errors in red. Always escaped."""
+        if not message:
+            self.status.value = ""
+            return
+        colour = "#b00020" if error else "#555"
+        role = "alert" if error else "status"
+        self.status.value = f"<div role='{role}' style='color:{colour};max-width:46em'>{escape(message)}</div>"

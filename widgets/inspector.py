@@ -1,0 +1,168 @@
+"""The context inspector: what the narrator was shown for any turn, and why.
+
+Every narration keeps its report (`camp.turn(id).report`): the sections with
+their token costs and the reason each was included, the budget and the
+window it was built to, how much history fitted, and the exact prompt. This
+panel shows the costs as a bar chart and a table, the limits in words, and
+the raw prompt collapsed. The chart is drawn with matplotlib's Agg canvas
+into a PNG (no pyplot state, no kernel needed), so it renders headless too.
+"""
+from __future__ import annotations
+
+import io
+from html import escape
+
+import ipywidgets as w
+
+from engine import Campaign
+
+from .runner import describe_error
+
+__all__ = ["ContextInspector", "section_chart", "sections_table", "summary_html"]
+
+_KNOWN = ("name", "tokens", "why")
+_PART_COLOURS = {"system": "#4c72b0", "story": "#55a868"}
+
+
+def section_chart(sections: list[dict]) -> bytes:
+    """A horizontal bar chart of token cost per section, as PNG bytes."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    names = [str(s.get("name", "?")) for s in sections]
+    costs = [int(s.get("tokens") or 0) for s in sections]
+    fig = Figure(figsize=(6, 0.45 * len(sections) + 0.9), dpi=90)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    colours = [_PART_COLOURS.get(str(s.get("part")), "#4a7fb5") for s in sections]
+    bars = ax.barh(range(len(names)), costs[::-1], color=colours[::-1], tick_label=names[::-1])
+    ax.bar_label(bars, labels=[f"{c:,}" for c in costs[::-1]], padding=3, fontsize=8)
+    ax.set_xlabel("tokens")
+    ax.set_title("Prompt sections by token cost", fontsize=10)
+    ax.margins(x=0.15)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def sections_table(sections: list[dict]) -> str:
+    """Name, tokens, why, then any further keys a builder adds; a section's own
+    text (when the report keeps it) folds away under a "text" toggle. Every
+    cell is escaped."""
+    extra = sorted({k for s in sections for k in s} - set(_KNOWN) - {"text"})
+    folded = any("text" in s for s in sections)
+    columns = (*_KNOWN, *extra, *(("text",) if folded else ()))
+    head = "".join(f"<th style='text-align:left;padding-right:1em'>{escape(c)}</th>" for c in columns)
+    rows = []
+    for s in sections:
+        cells = [escape(str(c)) for c in (s.get("name", ""), f"{int(s.get('tokens') or 0):,}", s.get("why", ""),
+                                          *(s.get(k, "") for k in extra))]
+        if folded:
+            cells.append(f"<details><summary>show</summary><pre style='white-space:pre-wrap;max-width:40em'>"
+                         f"{escape(str(s.get('text', '')))}</pre></details>")
+        rows.append("<tr>" + "".join(f"<td style='padding-right:1em;vertical-align:top'>{c}</td>" for c in cells)
+                    + "</tr>")
+    total = sum(int(s.get("tokens") or 0) for s in sections)
+    rows.append(f"<tr><td><b>total</b></td><td><b>{total:,}</b></td><td></td></tr>")
+    return f"<table class='sw-sections'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def summary_html(turn) -> str:
+    """The limits the prompt was built to, in words."""
+    report = turn.report
+    budget, window, history = report.get("budget", {}), report.get("window", {}), report.get("history", {})
+    lines = [
+        f"Estimate: {_n(report.get('estimate'))} tokens sent; the server counted "
+        f"{_n(turn.usage.get('prompt_tokens'))} ({turn.accounting.get('status', 'not classified')}).",
+        f"Budget: {_n(budget.get('effective'))} effective of {_n(budget.get('configured'))} configured, "
+        f"less a {_n(budget.get('reserve'))}-token safety reserve and up to {_n(budget.get('max_output'))} for the reply.",
+        f"Window: {_n(window.get('tokens'))} tokens ({window.get('source') or 'unknown source'}; "
+        f"{'verified' if window.get('verified') else 'not verified'}"
+        f"{'; it caps the budget' if window.get('capped') else ''}).",
+        f"History: the newest {_n(history.get('included'))} of {_n(history.get('total'))} story lines.",
+    ]
+    head = f"Turn at depth {turn.depth} (node {turn.id}, take {turn.take}/{turn.takes}, narrator {turn.narrator or '?'})"
+    items = "".join(f"<li>{escape(line)}</li>" for line in lines)
+    return f"<div><b>{escape(head)}</b><ul style='margin:.3em 0'>{items}</ul></div>"
+
+
+def _n(value) -> str:
+    return f"{value:,}" if isinstance(value, int) else ("?" if value is None else str(value))
+
+
+def _raw_prompt(report: dict) -> str:
+    block = "white-space:pre-wrap;font-size:85%;background:#f6f6f6;padding:.5em;max-height:24em;overflow:auto"
+    return (f"<b>System</b><pre style='{block}'>{escape(report.get('system', ''))}</pre>"
+            f"<b>Story</b><pre style='{block}'>{escape(report.get('story', ''))}</pre>")
+
+
+class ContextInspector(w.VBox):
+    """Pick a narrated turn (the newest by default) and see its context report."""
+
+    def __init__(self, camp: Campaign):
+        self.camp = camp
+        self.choice = w.Dropdown(description="Turn", options=[], layout=w.Layout(width="36em"))
+        self.node = w.IntText(description="or node", layout=w.Layout(width="12em"),
+                              tooltip="Any narration's node id, on the story being read or not.")
+        self.go = w.Button(description="Show", layout=w.Layout(width="auto"))
+        self.summary = w.HTML()
+        self.chart = w.Image(format="png", layout=w.Layout(max_width="36em"))
+        self.table = w.HTML()
+        self.raw = w.HTML()
+        self.raw_box = w.Accordion(children=[self.raw], titles=("Raw prompt",), selected_index=None)
+        self._shown: int | None = None
+        super().__init__([w.HBox([self.choice, self.node, self.go]), self.summary, self.chart, self.table,
+                          self.raw_box])
+        self.choice.observe(lambda change: self.show(change["new"]), "value")
+        self.go.on_click(lambda _: self.show(self.node.value))
+        self.refresh()
+
+    def refresh(self) -> None:
+        """List the narrations on the story being read; follow the newest one."""
+        try:
+            narrations = [e for e in self.camp.history() if e.kind == "narrator"]
+        except Exception as exc:  # noqa: BLE001 - shown in place
+            self.summary.value = f"<p style='color:#b00020'>{escape(describe_error(exc))}</p>"
+            return
+        options = [(_label(i + 1, e), e.id) for i, e in enumerate(narrations)][::-1]
+        self.choice.options = options
+        if not options:
+            self._clear("No narrated turn yet: play one and its context appears here.")
+            return
+        self.choice.value = options[0][1]
+        self.show(options[0][1])
+
+    def show(self, node_id: int | None) -> None:
+        """Show any turn's report, on the story being read or not."""
+        if node_id is None or node_id == self._shown:
+            return
+        try:
+            turn = self.camp.turn(node_id)
+        except Exception as exc:  # noqa: BLE001 - shown in place
+            self._clear(describe_error(exc), error=True)
+            return
+        self._shown = node_id
+        report = turn.report
+        if not report:
+            self._clear(f"Turn {node_id} has no context report (it was written by an edit).")
+            return
+        sections = report.get("sections", [])
+        self.summary.value = summary_html(turn)
+        self.chart.value = section_chart(sections) if sections else b""
+        self.chart.layout.display = "" if sections else "none"
+        self.table.value = sections_table(sections)
+        self.raw.value = _raw_prompt(report)
+
+    def _clear(self, message: str, error: bool = False) -> None:
+        colour = "#b00020" if error else "#888"
+        self.summary.value = f"<p style='color:{colour}'>{escape(message)}</p>"
+        self.chart.value, self.table.value, self.raw.value = b"", "", ""
+        self.chart.layout.display = "none"
+        self._shown = None
+
+
+def _label(number: int, entry) -> str:
+    words = " ".join(entry.text.split()[:8])
+    take = f" · take {entry.take}/{entry.takes}" if entry.takes > 1 else ""
+    return f"Turn {number}{take}: {words}…"
