@@ -277,6 +277,13 @@ class Campaign:
         with self._db.reading() as s:
             return status_frame(status(s, self.id))
 
+    @property
+    def deriving(self) -> bool:
+        """Whether memories, summary or embeddings are being worked out in the background."""
+        from .memory.derived import running
+
+        return running(self._db, self.id)
+
     def wait_derived(self, timeout: float | None = None) -> None:
         """Block until background derived work for this campaign has finished."""
         from .memory.derived import wait

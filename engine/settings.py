@@ -37,6 +37,9 @@ class Settings:
     # A 135M model loops when left to run; 200 tokens is a paragraph or two.
     max_output_tokens: int = 200
     temperature: float = 0.8
+    # Thinking kept per turn (a reasoning model's chain of thought is not story
+    # and is not sent back; this caps what is stored and shown).
+    max_reasoning_tokens: int = 4096
     timeout_seconds: int = 300
     narrator_prompt: str = DEFAULT_NARRATOR_PROMPT
     # Used only when the server cannot be asked its window; never "verified".

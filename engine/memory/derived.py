@@ -18,7 +18,7 @@ from ..store.models import utcnow
 from .bank import embed_pending, evict, write_due_memories
 from .summary import summarise_if_due
 
-__all__ = ["KINDS", "run_derived", "status", "status_frame", "schedule", "wait", "record"]
+__all__ = ["KINDS", "run_derived", "status", "status_frame", "schedule", "running", "wait", "record"]
 
 KINDS = ("memory", "summary", "embedding", "knowledge")
 _running: dict[tuple[str, int], threading.Thread] = {}
@@ -81,6 +81,12 @@ def schedule(db, campaign_id: int, job) -> threading.Thread | None:
         _running[key] = thread
         thread.start()
         return thread
+
+
+def running(db, campaign_id: int) -> bool:
+    with _guard:
+        thread = _running.get((str(db.path), campaign_id))
+    return thread is not None and thread.is_alive()
 
 
 def wait(db, campaign_id: int, timeout: float | None = None) -> None:

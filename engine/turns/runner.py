@@ -130,7 +130,7 @@ def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settin
     return _Plan(head, kind, text, built, retry_of, memory_ids, state)
 
 
-def _stream(narrator, prompt, on_text, on_reasoning, cancel):
+def _stream(narrator, prompt, on_text, on_reasoning, cancel, reasoning_budget: int = 4096):
     text, reasoning, usage = [], [], Usage()
     stream = narrator.execute(prompt)
     try:
@@ -159,7 +159,16 @@ def _stream(narrator, prompt, on_text, on_reasoning, cancel):
             close()
     if cancel is not None and cancel.is_set():
         raise TurnCancelled("Stopped: the narration was cancelled and nothing was written.")
-    return "".join(text), "".join(reasoning).strip() or None, usage
+    return "".join(text), _capped("".join(reasoning).strip(), reasoning_budget) or None, usage
+
+
+def _capped(reasoning: str, budget: int) -> str:
+    """Reasoning has its own budget: a thinking model can write thousands of
+    tokens before a short reply, and none of it is story. The start is kept."""
+    if not reasoning or context.tokens.count(reasoning) <= budget:
+        return reasoning
+    ids = context.tokens.encoding().encode(reasoning, disallowed_special=())
+    return context.tokens.encoding().decode(ids[:budget]) + f"\n[… reasoning cut at its {budget}-token budget]"
 
 
 def dry_run(db: Database, campaign_id: int, narrator: Narrator, settings: Settings, request: TurnRequest,
@@ -190,7 +199,7 @@ def run_turn(
     plan = _plan(db, campaign_id, request, settings, window, embedder)
     prepared = time.perf_counter()
     prompt = Prompt(plan.built.system, plan.built.story, settings.max_output_tokens, settings.temperature)
-    raw, reasoning, usage = _stream(narrator, prompt, on_text, on_reasoning, cancel)
+    raw, reasoning, usage = _stream(narrator, prompt, on_text, on_reasoning, cancel, settings.max_reasoning_tokens)
     generated = time.perf_counter()
     extraction = narrative.split(raw)
     prose = extraction.prose.strip()

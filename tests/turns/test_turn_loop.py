@@ -159,3 +159,11 @@ def test_unknown_mode_and_empty_input_are_refused(camp):
         camp.act("   ")
     with pytest.raises(NotAllowed):
         camp.direct("")
+
+
+def test_reasoning_has_its_own_budget(wb, camp):
+    wb.configure(narrator=ScriptedNarrator(["Short reply."], reasoning="think " * 400), max_reasoning_tokens=50)
+    turn = camp.act("wait")
+    assert turn.text == "Short reply."
+    assert turn.reasoning.endswith("[… reasoning cut at its 50-token budget]")
+    assert "think" not in camp.context()["story"]
