@@ -14,14 +14,13 @@ from typing import TYPE_CHECKING
 import pandas as pd
 from sqlalchemy import select
 
-from . import display
+from . import display, narrative
+from .context import Report
 from .errors import NotAllowed, NotFound
 from .store import CampaignRow, NodeRow, TurnRecordRow
+from .store.narrative_tables import StateEventRow
 from .story import StoryTree, savepoints
 from .turns import TurnRequest, campaign_lock, run_turn
-from . import narrative
-from .context import Report
-from .store.narrative_tables import StateEventRow
 from .turns.runner import narrative_step
 from .views import Entry, SavePoint, Turn
 

@@ -10,6 +10,7 @@ into a PNG (no pyplot state, no kernel needed), so it renders headless too.
 from __future__ import annotations
 
 import io
+import threading
 from html import escape
 
 import ipywidgets as w
@@ -112,6 +113,7 @@ class ContextInspector(w.VBox):
         self.raw = w.HTML()
         self.raw_box = w.Accordion(children=[self.raw], titles=("Raw prompt",), selected_index=None)
         self._shown: int | None = None
+        self._refreshing = threading.Lock()
         super().__init__([w.HBox([self.choice, self.node, self.go]), self.summary, self.chart, self.table,
                           self.raw_box])
         self.choice.observe(lambda change: self.show(change["new"]), "value")
@@ -119,7 +121,14 @@ class ContextInspector(w.VBox):
         self.refresh()
 
     def refresh(self) -> None:
-        """List the narrations on the story being read; follow the newest one."""
+        """List the narrations on the story being read; follow the newest one.
+
+        Serialised: the turn thread and the derived-work thread both refresh,
+        and interleaved option and value writes raised "value not found"."""
+        with self._refreshing:
+            self._refresh()
+
+    def _refresh(self) -> None:
         try:
             narrations = [e for e in self.camp.history() if e.kind == "narrator"]
         except Exception as exc:  # noqa: BLE001 - shown in place

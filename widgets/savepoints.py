@@ -6,6 +6,7 @@ lost), so it happens at once.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from html import escape
 
@@ -26,6 +27,7 @@ class SavePointsBar:
         self.name = w.Text(placeholder="Name, e.g. before the crypt", layout=w.Layout(width="16em"))
         self.create = w.Button(description="Save point", tooltip="Remember this place in the story.")
         self.choice = w.Dropdown(options=[], layout=w.Layout(width="18em"))
+        self._refreshing = threading.Lock()
         self.restore = w.Button(description="Restore", tooltip="Go back to the chosen save point.")
         self.delete = w.Button(description="Delete…", tooltip="Delete the chosen save point (asks first).")
         self.confirm_text = w.HTML()
@@ -78,7 +80,12 @@ class SavePointsBar:
 
     # ------------------------------------------------------------ view
     def refresh(self) -> None:
-        """Re-read the list (another window may have changed it)."""
+        """Re-read the list (another window may have changed it); serialised, as
+        the turn thread and the derived-work thread both refresh."""
+        with self._refreshing:
+            self._refresh()
+
+    def _refresh(self) -> None:
         try:
             points = self.camp.save_points()
         except Exception as exc:  # noqa: BLE001 - shown, not raised

@@ -83,7 +83,7 @@ def floor_for(model_id: str | None) -> float | None:
     return float(entry["floor"]) if entry else None
 
 
-def register(calibration: "Calibration", path: str | Path | None = None) -> dict:
+def register(calibration: Calibration, path: str | Path | None = None) -> dict:
     """Write a measured floor into the registry the engine reads (refused when
     the populations overlap: an unmeasurable model must stay uncalibrated)."""
     if calibration.floor is None:

@@ -3,4 +3,4 @@ from .inputs import direction_line, player_line
 from .locks import busy, campaign_lock
 from .runner import TurnRequest, dry_run, run_turn
 
-__all__ = ["TurnRequest", "busy", "campaign_lock", "direction_line", "player_line", "run_turn"]
+__all__ = ["TurnRequest", "busy", "campaign_lock", "direction_line", "dry_run", "player_line", "run_turn"]

@@ -14,20 +14,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import context, knowledge, memory, narrative
-from ..providers.window import effective_budget
-from ..store.narrative_tables import StateEventRow
-from ..memory.derived import status as derived_status
 from ..errors import NarratorError, NotAllowed, TurnCancelled, TurnFailed
+from ..memory.derived import status as derived_status
 from ..providers import Narrator, Prompt, Reasoning, Text, Usage
 from ..providers.accounting import classify_usage
-from ..providers.window import Window
+from ..providers.window import Window, effective_budget
 from ..settings import Settings
 from ..store import CampaignRow, Database, TurnRecordRow
 from ..store.models import utcnow
+from ..store.narrative_tables import StateEventRow
 from ..story import StoryTree
 from .inputs import direction_line, player_line
 
-__all__ = ["HISTORY_FETCH", "TurnRequest", "run_turn"]
+__all__ = ["PathHistory", "TurnRequest", "brief_of", "dry_run", "narrative_step", "run_turn"]
 
 MODES = ("act", "direct", "continue", "retry")
 

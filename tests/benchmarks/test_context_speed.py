@@ -4,9 +4,9 @@ import sqlite3
 from datetime import datetime
 
 import pytest
+from narrators import ScriptedNarrator
 
 from engine import Workbench
-from narrators import ScriptedNarrator
 
 pytestmark = pytest.mark.benchmark
 PARA = ("Rain drums on the cistern lid while the lamplighter counts the steps aloud, and somewhere below "

@@ -1,6 +1,7 @@
 """The library through real turns: what the narrator is shown, and the record kept of it."""
-from engine import Workbench
 from narrators import BagOfWordsEmbedder, ScriptedNarrator
+
+from engine import Workbench
 
 BIBLE = ("# The Old Abbey\n\nThe abbey crypt bears a symbol shaped like a broken circle, cut into the keystone "
          "above the crypt stair. Only the abbot holds the crypt key.\n\n# Tide Tables\n\nHigh water at the "

@@ -1,12 +1,12 @@
 """Memories: cadence, third person with the cast, lineage, eviction, status."""
 import pytest
+from helpers import texts
+from narrators import BagOfWordsEmbedder, TaskNarrator
 from sqlalchemy import select
 
 from engine import Workbench
 from engine.memory import classify_authority
 from engine.store.memory_tables import MemoryRow
-from helpers import texts
-from narrators import BagOfWordsEmbedder, TaskNarrator
 
 
 @pytest.fixture

@@ -2,11 +2,11 @@
 import sqlite3
 
 import pytest
+from narrators import BagOfWordsEmbedder, FailingNarrator, ScriptedNarrator, TaskNarrator
 from sqlalchemy import select
 
 from engine import TurnFailed, Workbench
 from engine.store.memory_tables import MemoryRow
-from narrators import BagOfWordsEmbedder, FailingNarrator, ScriptedNarrator, TaskNarrator
 
 FILLER = "The road runs on under a grey sky. " * 60
 SECRET = "Aldric hid the ledger beneath the third flagstone."

@@ -1,8 +1,8 @@
 """The running summary follows the lineage and never carries an abandoned line."""
 import pytest
+from narrators import BagOfWordsEmbedder, TaskNarrator
 
 from engine import Workbench
-from narrators import BagOfWordsEmbedder, TaskNarrator
 
 SENTINEL = "ABANDONED-CHAPEL-OATH-9930"
 

@@ -1,9 +1,9 @@
 """The narrative state through real turns: extraction, snapshots, corrections, leaks."""
 import pytest
+from narrators import BagOfWordsEmbedder, ScriptedNarrator
 
 from engine import NotAllowed, Workbench
 from engine.narrative import count_leaks
-from narrators import BagOfWordsEmbedder, ScriptedNarrator
 
 BLOCK = ('Mara hands you the silver key.\n\n```state\n{"events": ['
          '{"type": "create_entity", "entity": "ila", "entity_type": "character", "name": "Ila"}, '
