@@ -11,6 +11,7 @@ from collections import Counter
 import pandas as pd
 from tqdm.auto import tqdm
 
+from engine import TurnFailed
 from engine.narrative import count_leaks
 
 __all__ = ["INPUTS", "play", "rules_fired", "count"]
@@ -20,12 +21,20 @@ INPUTS = ["walk to the lighthouse", "I knock on the keeper's door", '"Is anyone 
           "follow the footprints", "open the sea gate", "wait for the tide"]
 
 
-def play(camp, turns: int, progress: bool = True) -> list:
-    out = []
+def play(camp, turns: int, progress: bool = True, attempts: int = 3) -> dict:
+    """Play `turns` accepted turns. A small model sometimes returns nothing but
+    protocol, which the engine refuses (and writes nothing); such a turn is
+    tried again, up to `attempts` times, and counted."""
+    accepted, refused = [], []
     for i in tqdm(range(turns), desc="turns", disable=not progress):
-        out.append(camp.act(INPUTS[i % len(INPUTS)]))
+        for _ in range(attempts):
+            try:
+                accepted.append(camp.act(INPUTS[i % len(INPUTS)]))
+                break
+            except TurnFailed as exc:
+                refused.append(str(exc))
         camp.wait_derived()
-    return out
+    return {"accepted": accepted, "refused": refused}
 
 
 def rules_fired(camp) -> pd.DataFrame:

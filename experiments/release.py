@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from engine import Workbench
+from engine import TurnFailed, Workbench
 from engine.narrative import count_leaks
 
 __all__ = ["CLUE", "SENTINEL", "schedule", "run", "m04_verdict", "census", "verdicts"]
@@ -58,12 +58,18 @@ def _configure(wb, narrator, budget, max_output, embedder):
 _CHILD = """
 import sys, json
 sys.path.insert(0, {root!r})
-from engine import Workbench
+from engine import TurnFailed, Workbench
 wb = Workbench.open({db!r}, background=False)
 wb.configure(narrator={narrator!r}, context_budget={budget}, max_output_tokens={max_output}, embedder={embedder!r})
 camp = wb.campaign({cid})
 for text in {inputs!r}:
-    camp.act(text)
+    for attempt in range(3):
+        try:
+            camp.act(text)
+            break
+        except Exception:
+            if attempt == 2:
+                raise
 print(json.dumps({{"head": camp.head}}))
 """
 
@@ -75,6 +81,17 @@ def _restart(db, cid, inputs, narrator, budget, max_output, embedder) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
         raise RuntimeError(f"the restarted process failed: {done.stderr[-2000:]}")
+
+
+def _act(camp, text: str, attempts: int = 3):
+    """A turn the small model answers with nothing but protocol is refused
+    unwritten by the engine; try it again, as a reader would press Retry."""
+    for attempt in range(attempts):
+        try:
+            return camp.act(text)
+        except TurnFailed:
+            if attempt == attempts - 1:
+                raise
 
 
 def run(workdir: Path, *, turns: int = 40, narrator: str = "local", budget: int = 2048, max_output: int = 96,
@@ -92,17 +109,22 @@ def run(workdir: Path, *, turns: int = 40, narrator: str = "local", budget: int 
     for i, step in enumerate(tqdm(schedule(turns), desc="release run", disable=not progress)):
         text = INPUTS[i % len(INPUTS)]
         if step == "plant":
-            planted_depth = camp.act(CLUE).depth - 1
+            planted_depth = _act(camp, CLUE).depth - 1
         elif step == "upload":
             camp.knowledge.add("gull_point.md", CANON.encode(), classification="canon")
-            camp.act(text)
+            _act(camp, text)
         elif step == "retry":
-            camp.act(text)
-            camp.retry()
+            _act(camp, text)
+            for _ in range(3):
+                try:
+                    camp.retry()
+                    break
+                except TurnFailed:
+                    continue
         elif step == "undo":
-            camp.act(text)
+            _act(camp, text)
             camp.undo()
-            camp.act(INPUTS[(i + 5) % len(INPUTS)])
+            _act(camp, INPUTS[(i + 5) % len(INPUTS)])
         elif step == "restart":
             wb.close()
             _restart(db, camp.id, [text], narrator, budget, max_output, embedder)
@@ -110,7 +132,7 @@ def run(workdir: Path, *, turns: int = 40, narrator: str = "local", budget: int 
             _configure(wb, narrator, budget, max_output, embedder)
             camp = wb.campaign(camp.id)
         else:
-            camp.act(text)
+            _act(camp, text)
         log.append(step)
     final = camp.context("I think about where I hid the brass key")
     result = {"db": str(db), "campaign_id": camp.id, "steps": log, "planted_depth": planted_depth,
@@ -147,7 +169,7 @@ def census(db: str, campaign_id: int | None = None) -> dict:
     code = f"""
 import sys, json
 sys.path.insert(0, {str(ROOT)!r})
-from engine import Workbench
+from engine import TurnFailed, Workbench
 wb = Workbench.open({db!r})
 camp = wb.campaign({campaign_id!r}) if {campaign_id!r} else wb.campaigns()[-1]
 print(json.dumps({{"transcript": [e.text for e in camp.history()], "head_depth": camp.head[1],
@@ -171,7 +193,7 @@ def recover(bundle_path: str, workdir: Path) -> tuple[str, int]:
     code = f"""
 import sys
 sys.path.insert(0, {str(ROOT)!r})
-from engine import Workbench
+from engine import TurnFailed, Workbench
 wb = Workbench.open({str(fresh)!r})
 report = wb.import_campaign({str(bundle_path)!r})
 print(report.campaign_id)
