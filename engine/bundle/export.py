@@ -13,7 +13,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import select
 from sqlalchemy.orm import Session, undefer
 
 from ..errors import NotFound
@@ -35,7 +35,7 @@ def _iso(moment: datetime | None) -> str | None:
 
 def build_bundle(session: Session, campaign_id: int, machine: tuple[str, ...] = ()) -> tuple[dict, int]:
     """(the bundle, how many values had machine-specific text removed)."""
-    session.execute(text("BEGIN"))  # one snapshot for every read below
+    # The caller's reading session is one snapshot for every read below.
     campaign = session.get(CampaignRow, campaign_id)
     if campaign is None:
         raise NotFound(f"There is no campaign {campaign_id} to export.")

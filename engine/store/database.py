@@ -25,6 +25,10 @@ BUSY_TIMEOUT_MS = 10_000
 
 
 def _pragmas(dbapi_connection: sqlite3.Connection, _record: object) -> None:
+    # Transactions are begun by the engine's "begin" event below, not guessed
+    # by the driver (which starts none for a SELECT, so a multi-query read
+    # could straddle another writer's commit).
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -45,18 +49,34 @@ class Database:
             self.version = migrate(raw, str(self.path))
         finally:
             raw.close()
-        self.engine: Engine = create_engine(f"sqlite:///{self.path}")
-        event.listen(self.engine, "connect", _pragmas)
+        # Two engines on one file: readers BEGIN (a WAL snapshot, never a lock),
+        # writers BEGIN IMMEDIATE (the write lock up front, waited for through
+        # busy_timeout, so a writer never fails to upgrade a stale snapshot).
+        self.engine: Engine = self._engine("BEGIN IMMEDIATE")
+        self._read_engine: Engine = self._engine("BEGIN")
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._reads = sessionmaker(self._read_engine, expire_on_commit=False)
+
+    def _engine(self, begin: str) -> Engine:
+        engine = create_engine(f"sqlite:///{self.path}")
+        event.listen(engine, "connect", _pragmas)
+        event.listen(engine, "begin", lambda conn: conn.exec_driver_sql(begin))
+        return engine
+
+    @property
+    def engines(self) -> tuple[Engine, Engine]:
+        """(writer, reader): for instrumentation, e.g. counting statements."""
+        return self.engine, self._read_engine
 
     def session(self) -> Session:
         return self._sessions()
 
     @contextmanager
     def reading(self) -> Iterator[Session]:
-        """A session that only reads: nothing it does is ever committed (closing
-        discards it), and rows read through it stay readable afterwards."""
-        with self._sessions() as session:
+        """A session that only reads, from one consistent snapshot: nothing it
+        does is ever committed (closing discards it), and rows read through it
+        stay readable afterwards."""
+        with self._reads() as session:
             yield session
 
     @contextmanager
@@ -72,3 +92,4 @@ class Database:
 
     def close(self) -> None:
         self.engine.dispose()
+        self._read_engine.dispose()

@@ -43,11 +43,14 @@ def statements(db, fn) -> list[str]:
     def record(conn, cursor, statement, *args):
         seen.append(statement)
 
-    event.listen(db.engine, "before_cursor_execute", record)
+    for engine in db.engines:
+        event.listen(engine, "before_cursor_execute", record)
     try:
         fn()
     finally:
-        event.remove(db.engine, "before_cursor_execute", record)
+        for engine in db.engines:
+            event.remove(engine, "before_cursor_execute", record)
+    assert seen, "no statement was recorded: the listener is on the wrong engine"
     return seen
 
 

@@ -85,3 +85,36 @@ def test_branch_holding_a_save_point_cannot_be_deleted(camp, wb):
         with wb.db.writing() as s:
             s.execute(__import__("sqlalchemy").text("DELETE FROM branches WHERE id = :b"), {"b": branch_id})
     assert camp.save_points()[0].name == "here"
+
+
+def test_a_reading_session_sees_one_snapshot_and_writers_wait_not_fail(db_path):
+    import threading
+
+    from sqlalchemy import text
+
+    db = Database(db_path)
+    with db.writing() as s:
+        s.execute(text("INSERT INTO settings (key, value) VALUES ('a', '1')"))
+    with db.reading() as r:
+        before = r.execute(text("SELECT count(*) FROM settings")).scalar()
+        with db.writing() as w:  # another writer commits while the read is open
+            w.execute(text("INSERT INTO settings (key, value) VALUES ('b', '2')"))
+        assert r.execute(text("SELECT count(*) FROM settings")).scalar() == before == 1
+    errors = []
+
+    def write(key):
+        try:
+            with db.writing() as w:
+                w.execute(text("SELECT count(*) FROM settings")).scalar()
+                w.execute(text("INSERT INTO settings (key, value) VALUES (:k, '3')"), {"k": key})
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(f"t{i}",)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with db.reading() as r:
+        assert r.execute(text("SELECT count(*) FROM settings")).scalar() == 10
