@@ -39,6 +39,7 @@ demo: setup
 	$(VENV)/bin/papermill notebooks/play.ipynb evidence/play.ipynb -k python3 --cwd notebooks \
 		-p db_path ../evidence/demo.db -p fresh True \
 		-p transcript_path ../evidence/play.txt
+	$(PY) -m experiments.scrub evidence/play.ipynb
 	@echo "---------------------------------------------------------------- the story"
 	@cat evidence/play.txt
 
