@@ -48,9 +48,10 @@ class VectorCache:
 
     def get(self, key: tuple, wanted: list[int], load) -> dict[int, np.ndarray]:
         """Vectors for `wanted` ids; `load(missing_ids) -> {id: blob}` reads the rest."""
+        keep = set(wanted)
         with self._lock:
             entry = self._data.pop(key, {})
-            entry = {i: v for i, v in entry.items() if i in set(wanted)}
+            entry = {i: v for i, v in entry.items() if i in keep}
             self._data[key] = entry
             while len(self._data) > self.size:
                 self._data.popitem(last=False)

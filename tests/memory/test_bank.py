@@ -158,3 +158,24 @@ def test_memories_that_do_not_fit_are_dropped_not_fatal(db_path):
     camp.act("wait")  # derived work embeds them
     report = camp.context("the lantern road past the mill")
     assert report["memories"]["dropped_for_budget"] and report["tokens"]["total"] <= report["tokens"]["budget"]
+
+
+def test_an_edit_below_the_tip_withdraws_what_the_old_line_produced(play):
+    """Nodes are never deleted: replacing one (an edit, a retry) starts a line of its
+    own, and the memories of the old line's later blocks stop applying on it; the
+    anchor rewinds with them and the new line's blocks are written afresh."""
+    wb, camp = play
+    for i in range(10):
+        camp.act(f"walk on, step {i}")
+    assert [(m.source_start, m.source_end) for m in memory_rows(wb)] == [(1, 6), (7, 12), (13, 18)]
+    at_depth_10 = next(e for e in camp.history() if e.depth == 10)
+    camp.edit(at_depth_10.id, "The road floods.")
+    frame = camp.memories.frame()
+    assert list(frame["on_path"]) == [True, False, False]  # 7-12 and 13-18 covered the old line
+    for i in range(4):
+        camp.act(f"wade on, step {i}")
+    frame = camp.memories.frame()
+    on_path = frame[frame["on_path"]]
+    # 7-12 is written again from the new line's text; 13-18 waits for one more node of slack.
+    assert [(r.source_start, r.source_end) for r in on_path.itertuples()] == [(1, 6), (7, 12)]
+    assert len(frame) == 4  # the old line's memories are kept, for display and for its own future

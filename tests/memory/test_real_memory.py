@@ -1,0 +1,31 @@
+"""The memory system end to end on the embedded models: SmolLM2 writes the
+memories and the summary, MiniLM embeds and recalls them."""
+import pytest
+
+from engine import TurnFailed, Workbench
+
+pytestmark = pytest.mark.realmodel
+INPUTS = ["walk to the mill", "I ask the miller about the flood", "look at the water wheel", "go to the bridge",
+          "I count the sacks of grain", '"Who opened the sluice?"', "follow the tracks in the mud", "climb the weir"]
+
+
+def test_a_twenty_turn_campaign_remembers_what_left_the_window(tmp_path):
+    wb = Workbench.open(tmp_path / "memory.db", background=False)
+    wb.configure(narrator="local", embedder="local", context_budget=2048, max_output_tokens=64)
+    camp = wb.new_campaign("Millrace", premise="A flooded mill village.", protagonist="Ada",
+                           opening="The river has burst its banks below the mill.")
+    for i in range(20):
+        for attempt in range(3):  # a reply of nothing but protocol is refused unwritten; press Retry
+            try:
+                camp.act(INPUTS[i % len(INPUTS)])
+                break
+            except TurnFailed:
+                if attempt == 2:
+                    raise
+    assert len(camp.memories) >= 4 and camp.summary
+    assert set(camp.derived()["status"]) <= {"ok", "idle"}
+    report = camp.context("I think back on the flood")
+    oldest_in_window = report["history"]["total"] - report["history"]["included"]
+    used = report["memories"]["used"]
+    assert used and any(m["source"]["source_end"] < oldest_in_window for m in used)
+    assert "Story summary:" in report["story"] and "Memories from earlier" in report["story"]
