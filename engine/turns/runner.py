@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sqlalchemy import select
+
 from .. import context, knowledge, memory, narrative
 from ..errors import NarratorError, NotAllowed, TurnCancelled, TurnFailed
 from ..memory.derived import status as derived_status
@@ -20,7 +22,7 @@ from ..providers import Narrator, Prompt, Reasoning, Text, Usage
 from ..providers.accounting import classify_usage
 from ..providers.window import Window, effective_budget
 from ..settings import Settings
-from ..store import CampaignRow, Database, TurnRecordRow
+from ..store import CampaignRow, Database, NodeRow, TurnRecordRow
 from ..store.models import utcnow
 from ..store.narrative_tables import StateEventRow
 from ..story import StoryTree
@@ -56,9 +58,14 @@ class PathHistory:
         self.total = end + 1
 
     def newest(self, n: int) -> list[context.Line]:
+        """Three columns, not ORM rows: building ORM objects for the history was
+        most of a turn's engine time at 1,000 turns (measured 22 ms of 27)."""
         if self.total <= 0:
             return []
-        return [context.Line(x.kind, x.text, x.depth) for x in self.path.nodes(self.session, newest=n)]
+        rows = self.session.execute(
+            select(NodeRow.kind, NodeRow.text, NodeRow.depth).where(self.path.clause())
+            .order_by(NodeRow.depth.desc()).limit(n)).all()
+        return [context.Line(kind, text, depth) for kind, text, depth in reversed(rows)]
 
 
 def brief_of(campaign: CampaignRow) -> context.Brief:
