@@ -8,7 +8,6 @@ because the abandoned line's memories are no longer on the path.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import func, select, update
@@ -172,5 +171,3 @@ def record_use(session, used_ids: list[int]) -> None:
                         .values(use_count=MemoryRow.use_count + 1, last_used_at=utcnow())
                         .execution_options(synchronize_session=False))
 
-
-Generate = Callable[[str, str], str]

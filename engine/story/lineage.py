@@ -59,14 +59,9 @@ class Path:
                 return s.branch_id
         return None
 
-    def nodes(self, session: Session, *, newest: int | None = None) -> list[NodeRow]:
-        """The path's nodes, oldest first; only the `newest` n when given."""
-        query = select(NodeRow).where(self.clause())
-        if newest is None:
-            return list(session.scalars(query.order_by(NodeRow.depth)))
-        rows = list(session.scalars(query.order_by(NodeRow.depth.desc()).limit(newest)))
-        rows.reverse()
-        return rows
+    def nodes(self, session: Session) -> list[NodeRow]:
+        """The path's nodes, oldest first."""
+        return list(session.scalars(select(NodeRow).where(self.clause()).order_by(NodeRow.depth)))
 
 
 def branch_table(session: Session, campaign_id: int) -> dict[int, tuple[int | None, int]]:
