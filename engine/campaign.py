@@ -216,7 +216,6 @@ class Campaign:
 
         return export_campaign(self, path)
 
-    @property
     def story_cards(self) -> pd.DataFrame:
         """Story cards (AI Dungeon / SillyTavern world info) kept as campaign data."""
         from .bundle.facade import story_cards

@@ -164,3 +164,14 @@ def test_adding_to_a_missing_campaign_writes_nothing(counted):
     with pytest.raises(NotFound):
         facade.import_sillytavern(wb, WORLD_INFO, campaign_id=999)
     assert census() == before
+
+
+def test_story_cards_are_listed_on_the_campaign(tmp_path):
+    from engine import Workbench
+
+    wb = Workbench.open(tmp_path / "cards.db")
+    report = wb.import_ai_dungeon({"prompt": "You wake in ${place}.", "storyCards": [
+        {"keys": "mara", "value": "Mara is the ferry-woman.", "type": "character", "title": "Mara"}]},
+        answers={"place": "Westhaven"})
+    cards = wb.campaign(report.campaign_id).story_cards()
+    assert list(cards["title"]) == ["Mara"] and "ferry-woman" in cards.iloc[0]["entry"]
