@@ -120,7 +120,7 @@ class Workbench:
     def after_turn(self, campaign_id: int) -> None:
         """Derived work after a turn's commit: inline when opened with
         background=False (deterministic experiments), else in a thread."""
-        from .knowledge import catch_up
+        from .knowledge import catch_up, has_sources
         from .memory.derived import run_derived, schedule
 
         def knowledge_step():
@@ -130,8 +130,10 @@ class Workbench:
             return done.embedded
 
         def job():
+            with self.db.reading() as s:  # no library, no knowledge pass (and no status write per turn)
+                library = has_sources(s, campaign_id)
             run_derived(self.db, campaign_id, narrator=self.narrator, embedder=self.embedder_or_none(),
-                        settings=self._settings, knowledge_step=knowledge_step)
+                        settings=self._settings, knowledge_step=knowledge_step if library else None)
 
         if self.background:
             schedule(self.db, campaign_id, job)

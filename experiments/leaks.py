@@ -11,8 +11,9 @@ from collections import Counter
 import pandas as pd
 from tqdm.auto import tqdm
 
-from engine import TurnFailed
 from engine.narrative import count_leaks
+
+from .retrying import until_accepted
 
 __all__ = ["INPUTS", "play", "rules_fired", "count"]
 
@@ -27,12 +28,10 @@ def play(camp, turns: int, progress: bool = True, attempts: int = 3) -> dict:
     tried again, up to `attempts` times, and counted."""
     accepted, refused = [], []
     for i in tqdm(range(turns), desc="turns", disable=not progress):
-        for _ in range(attempts):
-            try:
-                accepted.append(camp.act(INPUTS[i % len(INPUTS)]))
-                break
-            except TurnFailed as exc:
-                refused.append(str(exc))
+        turn = until_accepted(lambda i=i: camp.act(INPUTS[i % len(INPUTS)]), attempts=attempts, refused=refused,
+                              required=False)
+        if turn is not None:
+            accepted.append(turn)
         camp.wait_derived()
     return {"accepted": accepted, "refused": refused}
 

@@ -23,8 +23,10 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from engine import TurnFailed, Workbench
+from engine import Workbench
 from engine.narrative import count_leaks
+
+from .retrying import until_accepted
 
 __all__ = ["CLUE", "SENTINEL", "schedule", "run", "m04_verdict", "census", "verdicts"]
 
@@ -58,18 +60,13 @@ def _configure(wb, narrator, budget, max_output, embedder):
 _CHILD = """
 import sys, json
 sys.path.insert(0, {root!r})
-from engine import TurnFailed, Workbench
+from engine import Workbench
+from experiments.retrying import until_accepted
 wb = Workbench.open({db!r}, background=False)
 wb.configure(narrator={narrator!r}, context_budget={budget}, max_output_tokens={max_output}, embedder={embedder!r})
 camp = wb.campaign({cid})
 for text in {inputs!r}:
-    for attempt in range(3):
-        try:
-            camp.act(text)
-            break
-        except Exception:
-            if attempt == 2:
-                raise
+    until_accepted(lambda: camp.act(text))
 print(json.dumps({{"head": camp.head}}))
 """
 
@@ -83,15 +80,8 @@ def _restart(db, cid, inputs, narrator, budget, max_output, embedder) -> None:
         raise RuntimeError(f"the restarted process failed: {done.stderr[-2000:]}")
 
 
-def _act(camp, text: str, attempts: int = 3):
-    """A turn the small model answers with nothing but protocol is refused
-    unwritten by the engine; try it again, as a reader would press Retry."""
-    for attempt in range(attempts):
-        try:
-            return camp.act(text)
-        except TurnFailed:
-            if attempt == attempts - 1:
-                raise
+def _act(camp, text: str):
+    return until_accepted(lambda: camp.act(text))
 
 
 def run(workdir: Path, *, turns: int = 40, narrator: str = "local", budget: int = 2048, max_output: int = 96,
@@ -115,12 +105,7 @@ def run(workdir: Path, *, turns: int = 40, narrator: str = "local", budget: int 
             _act(camp, text)
         elif step == "retry":
             _act(camp, text)
-            for _ in range(3):
-                try:
-                    camp.retry()
-                    break
-                except TurnFailed:
-                    continue
+            until_accepted(camp.retry, required=False)
         elif step == "undo":
             _act(camp, text)
             camp.undo()
@@ -169,7 +154,7 @@ def census(db: str, campaign_id: int | None = None) -> dict:
     code = f"""
 import sys, json
 sys.path.insert(0, {str(ROOT)!r})
-from engine import TurnFailed, Workbench
+from engine import Workbench
 wb = Workbench.open({db!r})
 camp = wb.campaign({campaign_id!r}) if {campaign_id!r} else wb.campaigns()[-1]
 print(json.dumps({{"transcript": [e.text for e in camp.history()], "head_depth": camp.head[1],
@@ -193,7 +178,7 @@ def recover(bundle_path: str, workdir: Path) -> tuple[str, int]:
     code = f"""
 import sys
 sys.path.insert(0, {str(ROOT)!r})
-from engine import TurnFailed, Workbench
+from engine import Workbench
 wb = Workbench.open({str(fresh)!r})
 report = wb.import_campaign({str(bundle_path)!r})
 print(report.campaign_id)

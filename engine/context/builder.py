@@ -21,7 +21,6 @@ from ..errors import TurnFailed
 from ..providers.base import CONTINUE_HINT
 from ..providers.window import Window, effective_budget, safety_reserve
 from . import tokens
-from .history import TRIM_FRACTION as TRIM_FRACTION_DEFAULT
 from .history import HistorySource, Line, history_floor, trim_block
 from .length import length_hint
 from .report import Report
@@ -259,9 +258,7 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
         knowledge_sections = [(label, text, "retrieved: relevant to the recent story") for label, text in picked]
     knowledge_spent = sum(tokens.count(t) + tokens.count(SEPARATOR) for _, t, _ in knowledge_sections)
     history_budget = max(0, available - knowledge_spent)
-    fraction = getattr(settings, "trim_fraction", None)
-    chosen, info = _window_history(_fetch(history, history_budget), history_budget, output,
-                                   TRIM_FRACTION_DEFAULT if fraction is None else fraction)
+    chosen, info = _window_history(_fetch(history, history_budget), history_budget, output, settings.trim_fraction)
     if note:
         chosen.insert(max(0, len(chosen) - AUTHORS_NOTE_DEPTH), note)
     story_sections = [("history", SEPARATOR.join(chosen), f"newest {info['included']} of {history.total} nodes")]

@@ -55,3 +55,24 @@ def test_accounting_metrics_from_a_scripted_campaign(camp):
     assert m["turns"] == 2 and m["verdicts"] == {"fits": 2}
     assert 0 < m["max_estimate_share_of_budget"] < 1
     assert (df[accounting.SECTIONS].sum(axis=1) > 0).all()
+
+
+def test_until_accepted_retries_refused_turns_and_reports_them():
+    import pytest
+
+    from engine import TurnFailed
+    from experiments.retrying import until_accepted
+
+    answers = iter([TurnFailed("only protocol"), TurnFailed("only protocol"), "turn"])
+
+    def turn():
+        value = next(answers)
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+    refused = []
+    assert until_accepted(turn, refused=refused) == "turn" and refused == ["only protocol"] * 2
+    with pytest.raises(TurnFailed):
+        until_accepted(lambda: (_ for _ in ()).throw(TurnFailed("never")), attempts=2)
+    assert until_accepted(lambda: (_ for _ in ()).throw(TurnFailed("never")), required=False) is None

@@ -67,8 +67,6 @@ def test_retry_adds_takes_and_excludes_the_retried_take(camp, narrator):
     assert narrator.prompts[2].story.count("> You go north.") == 1
     assert second.input == "> You go north."
     assert texts(camp)[-1] == "Narration 3."
-    live = [t for t in camp.takes()]
-    assert len(live) == 3
 
 
 def test_exactly_one_live_take_per_turn(camp, wb):
@@ -166,7 +164,7 @@ def test_save_point_needs_a_story_and_a_name(wb, camp):
 
 def test_every_head_move_restores_the_snapshot_of_its_node(camp, wb):
     camp.act("go north")
-    first = camp.act("go south")
+    camp.act("go south")
     camp.retry()
     sp = camp.save_point("two takes")
     set_states(wb)
@@ -174,10 +172,12 @@ def test_every_head_move_restores_the_snapshot_of_its_node(camp, wb):
         camp.undo, camp.redo, lambda: camp.select_take(1), lambda: camp.select_take(2),
         lambda: camp.restore(sp), camp.undo, camp.undo,
     ]
+    seen = set()
     for move in moves:
         move()
         assert head_state_matches(camp), move
-    assert first.id
+        seen.add(camp.state.get("scene", {}).get("summary"))
+    assert len(seen) >= 3  # the moves landed on different nodes, so the check had something to tell apart
 
 
 def test_random_walk_keeps_the_tree_invariants(wb, narrator):
