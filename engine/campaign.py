@@ -119,35 +119,40 @@ class Campaign:
         return busy(str(self._db.path), self.id)
 
     # ------------------------------------------------------------ playing
-    def _play(self, request: TurnRequest, on_text: TextCallback, on_reasoning: TextCallback) -> Turn:
+    def _play(self, request: TurnRequest, on_text: TextCallback, on_reasoning: TextCallback,
+              on_status: TextCallback = None) -> Turn:
         with self._lock("start another turn"):
             self._cancel = threading.Event()
             try:
                 node_id = run_turn(
                     self._db, self.id, self.workbench.narrator, self.workbench.settings, request,
                     on_text=on_text, on_reasoning=on_reasoning, cancel=self._cancel,
-                    embedder=self.workbench.embedder_or_none(),
+                    embedder=self.workbench.embedder_or_none(), on_status=on_status,
                 )
             finally:
                 self._cancel = None
         self.workbench.after_turn(self.id)
         return self.turn(node_id)
 
-    def act(self, text: str, *, on_text: TextCallback = None, on_reasoning: TextCallback = None) -> Turn:
+    def act(self, text: str, *, on_text: TextCallback = None, on_reasoning: TextCallback = None,
+                       on_status: TextCallback = None) -> Turn:
         """Do or say something: 'open the door', 'I draw my sword', '"Who's there?"'."""
-        return self._play(TurnRequest("act", text), on_text, on_reasoning)
+        return self._play(TurnRequest("act", text), on_text, on_reasoning, on_status)
 
-    def continue_story(self, *, on_text: TextCallback = None, on_reasoning: TextCallback = None) -> Turn:
+    def continue_story(self, *, on_text: TextCallback = None, on_reasoning: TextCallback = None,
+                       on_status: TextCallback = None) -> Turn:
         """A beat the player does not act in."""
-        return self._play(TurnRequest("continue"), on_text, on_reasoning)
+        return self._play(TurnRequest("continue"), on_text, on_reasoning, on_status)
 
-    def direct(self, text: str, *, on_text: TextCallback = None, on_reasoning: TextCallback = None) -> Turn:
+    def direct(self, text: str, *, on_text: TextCallback = None, on_reasoning: TextCallback = None,
+                       on_status: TextCallback = None) -> Turn:
         """Speak to the narrator, out of character: 'Make the storm break.'"""
-        return self._play(TurnRequest("direct", text), on_text, on_reasoning)
+        return self._play(TurnRequest("direct", text), on_text, on_reasoning, on_status)
 
-    def retry(self, *, on_text: TextCallback = None, on_reasoning: TextCallback = None) -> Turn:
+    def retry(self, *, on_text: TextCallback = None, on_reasoning: TextCallback = None,
+                       on_status: TextCallback = None) -> Turn:
         """Another take of the newest narration; the old take is kept."""
-        return self._play(TurnRequest("retry"), on_text, on_reasoning)
+        return self._play(TurnRequest("retry"), on_text, on_reasoning, on_status)
 
     def context(self, text: str | None = None, *, mode: str | None = None):
         """Dry run: the report the next turn would be built with (an `act` of

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from .window import Window
 
-__all__ = ["CONTINUE_HINT", "Chunk", "Narrator", "Prompt", "Reasoning", "Text", "Usage"]
+__all__ = ["CONTINUE_HINT", "Chunk", "Narrator", "Prompt", "Reasoning", "Status", "Text", "Usage"]
 
 # Appended to the story for chat models, which otherwise answer the story as a
 # request ("Sure! Here is...") instead of continuing it.
@@ -49,6 +49,15 @@ class Reasoning:
 
 
 @dataclass(frozen=True)
+class Status:
+    """What the narrator is doing before (or between) words: loading a model,
+    reading N prompt tokens. Shown to the reader, never stored as story; a
+    prompt of thousands of tokens can take a minute before its first word."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class Usage:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -57,7 +66,7 @@ class Usage:
         return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
 
 
-Chunk = Text | Reasoning | Usage
+Chunk = Text | Reasoning | Status | Usage
 
 
 @runtime_checkable

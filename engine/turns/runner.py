@@ -18,7 +18,7 @@ from sqlalchemy import select
 from .. import context, knowledge, memory, narrative
 from ..errors import NarratorError, NotAllowed, TurnCancelled, TurnFailed
 from ..memory.derived import status as derived_status
-from ..providers import Narrator, Prompt, Reasoning, Text, Usage
+from ..providers import Narrator, Prompt, Reasoning, Status, Text, Usage
 from ..providers.accounting import classify_usage
 from ..providers.window import Window, effective_budget
 from ..settings import Settings
@@ -136,7 +136,7 @@ def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settin
     return _Plan(head, kind, text, built, retry_of, memory_ids, state)
 
 
-def _stream(narrator, prompt, on_text, on_reasoning, cancel, reasoning_budget: int = 4096):
+def _stream(narrator, prompt, on_text, on_reasoning, cancel, reasoning_budget: int = 4096, on_status=None):
     text, reasoning, usage = [], [], Usage()
     stream = narrator.execute(prompt)
     try:
@@ -151,6 +151,9 @@ def _stream(narrator, prompt, on_text, on_reasoning, cancel, reasoning_budget: i
                 reasoning.append(chunk.text)
                 if on_reasoning:
                     on_reasoning(chunk.text)
+            elif isinstance(chunk, Status):
+                if on_status:
+                    on_status(chunk.text)
             elif isinstance(chunk, Usage):
                 usage = chunk
     except (TurnFailed, NotAllowed):
@@ -196,6 +199,7 @@ def run_turn(
     on_reasoning: Callable[[str], None] | None = None,
     cancel: threading.Event | None = None,
     embedder=None,
+    on_status: Callable[[str], None] | None = None,
 ) -> int:
     """Play one turn and return the id of the narration it wrote."""
     if request.mode not in MODES:
@@ -205,7 +209,8 @@ def run_turn(
     plan = _plan(db, campaign_id, request, settings, window, embedder)
     prepared = time.perf_counter()
     prompt = Prompt(plan.built.system, plan.built.story, settings.max_output_tokens, settings.temperature)
-    raw, reasoning, usage = _stream(narrator, prompt, on_text, on_reasoning, cancel, settings.max_reasoning_tokens)
+    raw, reasoning, usage = _stream(narrator, prompt, on_text, on_reasoning, cancel, settings.max_reasoning_tokens,
+                                   on_status)
     generated = time.perf_counter()
     extraction = narrative.split(raw)
     prose = extraction.prose.strip()
