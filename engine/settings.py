@@ -27,7 +27,12 @@ DEFAULT_NARRATOR_PROMPT = (
 
 @dataclass(frozen=True)
 class Settings:
-    narrator: str = "local"  # "local" (embedded SmolLM2) or "endpoint"
+    narrator: str = "local"  # "local" (an embedded GGUF model) or "endpoint"
+    # The embedded narrator's GGUF file; "" is the bundled SmolLM2-135M.
+    model_path: str = ""
+    # The window the embedded model is loaded with. SmolLM2 was trained to
+    # 8,192; 4,096 keeps its KV cache small on a 2-core machine.
+    n_ctx: int = 4096
     endpoint_url: str = ""
     model: str = ""
     api_mode: str = "chat"  # "chat" or "completion"
@@ -44,8 +49,10 @@ class Settings:
     narrator_prompt: str = DEFAULT_NARRATOR_PROMPT
     # Used only when the server cannot be asked its window; never "verified".
     context_window_override: int | None = None
-    embedder: str = "local"  # "local" (embedded MiniLM), "endpoint", or "none"
+    embedder: str = "local"  # "local" (embedded MiniLM), "gguf", "endpoint", or "none"
     embedding_model: str = ""
+    # embedder="gguf": a local GGUF embedding model (e.g. nomic-embed-text), run out of process.
+    embedding_model_path: str = ""
     # History block trim: one step gives up 1/trim_fraction of the window (see
     # engine/context/history.py); 0 turns it off and the window slides by one node.
     trim_fraction: int = 4
@@ -80,8 +87,12 @@ class Settings:
             problems.append(f"memory_top_k must be between 1 and 50, not {self.memory_top_k}")
         if self.memory_capacity < 1:
             problems.append("memory_capacity must be at least 1")
-        if self.embedder not in ("local", "endpoint", "none"):
-            problems.append(f"embedder must be 'local', 'endpoint' or 'none', not {self.embedder!r}")
+        if self.embedder not in ("local", "gguf", "endpoint", "none"):
+            problems.append(f"embedder must be 'local', 'gguf', 'endpoint' or 'none', not {self.embedder!r}")
+        if self.embedder == "gguf" and not self.embedding_model_path:
+            problems.append("embedder='gguf' needs embedding_model_path, the GGUF file of an embedding model")
+        if not 256 <= self.n_ctx <= 1_048_576:
+            problems.append(f"n_ctx must be between 256 and 1,048,576 tokens, not {self.n_ctx}")
         if self.embedder == "endpoint" and not (self.endpoint_url and self.embedding_model):
             problems.append("embedder='endpoint' needs endpoint_url and embedding_model (e.g. nomic-embed-text)")
         if self.narrator == "endpoint" and not self.model:
