@@ -61,9 +61,18 @@ class Status:
 class Usage:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    # What the server (or the embedded model) says of its prompt cache, when it
+    # says anything: tokens served from cache, tokens it evaluated this turn,
+    # and its own prompt-processing and generation times. None when unknown.
+    cached_tokens: int | None = None
+    processed_tokens: int | None = None
+    prompt_ms: float | None = None
+    generation_ms: float | None = None
 
     def as_dict(self) -> dict:
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "cached_tokens": self.cached_tokens, "processed_tokens": self.processed_tokens,
+                "prompt_ms": self.prompt_ms, "generation_ms": self.generation_ms}
 
 
 Chunk = Text | Reasoning | Status | Usage
