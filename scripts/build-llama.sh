@@ -17,6 +17,8 @@ FLAGS="-DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=OFF -DGGML_BACKEND_DL=OFF \
 -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
 -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF \
 -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_OPENMP=OFF -DLLAMA_CURL=OFF"
+# Extra flags for a CPU this default does not suit (appended, so they win).
+FLAGS="$FLAGS ${STORY_WORKBENCH_LLAMA_FLAGS:-}"
 KEY=$(printf '%s %s' "$VERSION" "$FLAGS" | sha256sum | cut -c1-12)
 HOUSE=${STORY_WORKBENCH_WHEELS:-$HOME/.cache/story-workbench/wheels}/llama-cpp-python-$VERSION-portable-$KEY
 
@@ -31,8 +33,8 @@ if ! ls "$HOUSE"/llama_cpp_python-*.whl >/dev/null 2>&1; then
     --no-binary llama-cpp-python "llama-cpp-python==$VERSION" -w "$HOUSE.tmp"
   rm -rf "$HOUSE" && mv "$HOUSE.tmp" "$HOUSE"
 fi
+# --force-reinstall replaces a natively built copy pip may have put there;
+# the second call brings its pure-Python dependencies from the index.
 "$PY" -m pip install --quiet --force-reinstall --no-deps "$HOUSE"/llama_cpp_python-*.whl
-# Its pure-Python dependencies, from the index as usual.
-"$PY" -m pip install --quiet "llama-cpp-python==$VERSION" --find-links "$HOUSE" --no-index 2>/dev/null \
-  || "$PY" -m pip install --quiet typing-extensions numpy diskcache jinja2
+"$PY" -m pip install --quiet "$HOUSE"/llama_cpp_python-*.whl
 touch "$($PY -c 'import sys; print(sys.prefix)')/.llama-portable-$KEY"

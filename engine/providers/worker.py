@@ -1,0 +1,286 @@
+"""The embedded model's own process.
+
+llama.cpp is native code: a build that uses an instruction the CPU (or its
+sandbox) does not allow dies with a signal, and in-process that signal takes
+the notebook kernel and every open campaign with it (issue 13: an AMX kernel
+killed pytest, papermill and the play notebook). So the model lives in a
+child process that owns one `Llama` and its KV cache for as long as the
+workbench runs. The parent sees a crash as a closed pipe and says so; the
+next request starts a new child.
+
+The protocol is tuples over a `multiprocessing` pipe. Requests:
+("generate", spec), ("embed", texts), ("smoke",), ("stop",) while a generation
+runs. Replies: ("status", text), ("text", piece), ("reasoning", piece),
+("usage", dict), ("done",), ("vectors", list), ("error", kind, message).
+Sending a message per token costs ~20 µs against ~14 ms per token of SmolLM2
+on 2 cores, so streaming through the pipe is free in practice.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+__all__ = ["ModelLoadFailed", "ModelSpec", "WorkerCrashed", "WorkerHandle", "serve"]
+
+# Spawn, not fork: forking a Jupyter kernel copies its threads' locks in
+# whatever state they are in, and the child can deadlock before it starts.
+_CONTEXT = multiprocessing.get_context("spawn")
+# A worker that has not finished a stopped generation within this long is
+# killed and restarted rather than waited for (prompt processing of 8k tokens
+# on SmolLM2 takes ~6 s here; a larger model can take longer, which is fine:
+# killing it only costs the next turn a model load).
+STOP_GRACE_SECONDS = 10.0
+
+
+class WorkerCrashed(Exception):
+    """The model's process died (a signal, or an exit without a reply)."""
+
+
+class ModelLoadFailed(Exception):
+    """The child started but llama.cpp could not load the file."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    path: str
+    n_ctx: int
+    embedding: bool = False
+    threads: int = field(default_factory=lambda: max(1, min(os.cpu_count() or 2, 8)))
+    seed: int = 1234
+
+
+# ------------------------------------------------------------------ child side
+def serve(conn, spec: ModelSpec) -> None:  # pragma: no cover - runs in the child; tested through the handle
+    """The child's loop: load once, answer requests until the pipe closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in the notebook is the parent's business
+    try:
+        llama = _load(spec)
+    except Exception as exc:  # noqa: BLE001 - reported to the parent in words
+        conn.send(("error", "load", f"{type(exc).__name__}: {exc}"))
+        return
+    conn.send(("ready", {"n_ctx": llama.n_ctx(), "template": bool(llama.metadata.get("tokenizer.chat_template"))}))
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            if request[0] == "generate":
+                _generate(conn, llama, request[1])
+            elif request[0] == "smoke":
+                out = llama.create_completion("Once upon a time", max_tokens=1, temperature=0.0)
+                conn.send(("smoked", out["choices"][0]["text"]))
+            elif request[0] == "embed":
+                conn.send(("vectors", [llama.embed(t, truncate=True) for t in request[1]]))
+            # a "stop" that arrives after its generation ended is simply dropped
+        except ValueError as exc:  # llama-cpp-python's words for an over-long prompt
+            conn.send(("error", "prompt", str(exc)))
+        except Exception as exc:  # noqa: BLE001
+            conn.send(("error", "model", f"{type(exc).__name__}: {exc}"))
+
+
+def _load(spec: ModelSpec):
+    import llama_cpp
+
+    options = dict(model_path=spec.path, n_ctx=spec.n_ctx, n_threads=spec.threads, verbose=False, seed=spec.seed)
+    if spec.embedding:
+        options.update(embedding=True, pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN)
+    return llama_cpp.Llama(**options)
+
+
+def _common_prefix(a, b) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _generate(conn, llama, spec: dict) -> None:
+    """Stream one chat completion. The KV cache of the previous prompt stays in
+    `llama`, and llama-cpp-python evaluates only what differs from it: the
+    cache figures reported are exactly that prefix."""
+    before = list(llama.input_ids[: llama.n_tokens])
+    messages = spec["messages"]
+    estimate = len(llama.tokenize("\n".join(m["content"] for m in messages).encode("utf-8", "replace")))
+    conn.send(("status", f"Reading {estimate:,} prompt tokens…"))
+    started = time.perf_counter()
+    first = None
+    produced = 0
+    stream = llama.create_chat_completion(
+        messages=messages, max_tokens=spec["max_tokens"], temperature=spec["temperature"],
+        repeat_penalty=spec["repeat_penalty"], stream=True, seed=spec.get("seed"),
+    )
+    stopped = False
+    for chunk in stream:
+        if first is None:
+            first = time.perf_counter()
+        delta = chunk["choices"][0].get("delta", {})
+        if delta.get("reasoning_content"):
+            conn.send(("reasoning", delta["reasoning_content"]))
+        if delta.get("content"):
+            produced += 1
+            conn.send(("text", delta["content"]))
+        if conn.poll() and conn.recv()[0] == "stop":
+            stopped = True
+            break
+    ended = time.perf_counter()
+    prompt_n = max(llama.n_tokens - produced, 0)
+    cached = min(_common_prefix(before, list(llama.input_ids[:prompt_n])), max(prompt_n - 1, 0))
+    first = first or ended
+    conn.send(("usage", {
+        "prompt_tokens": prompt_n, "completion_tokens": produced, "cached_tokens": cached,
+        "processed_tokens": prompt_n - cached, "prompt_ms": round((first - started) * 1000, 2),
+        "generation_ms": round((ended - first) * 1000, 2), "stopped": stopped,
+    }))
+    conn.send(("done",))
+
+
+# ----------------------------------------------------------------- parent side
+class WorkerHandle:
+    """One model in one child process, started on first use and again after a
+    crash. One request at a time: a llama context cannot serve two."""
+
+    def __init__(self, spec: ModelSpec):
+        self.spec = spec
+        self._process = None
+        self._conn = None
+        self._info: dict = {}
+        self._lock = threading.Lock()
+        self._dirty = False  # a generation was abandoned and its "done" not yet read
+
+    # -- lifecycle
+    @property
+    def alive(self) -> bool:
+        return self._process is not None and self._process.is_alive()
+
+    @property
+    def info(self) -> dict:
+        return dict(self._info)
+
+    def _start(self) -> None:
+        parent, child = _CONTEXT.Pipe()
+        process = _CONTEXT.Process(target=serve, args=(child, self.spec), daemon=True,
+                                   name=f"workbench-model-{os.path.basename(self.spec.path)}")
+        process.start()
+        child.close()
+        self._process, self._conn, self._dirty = process, parent, False
+        reply = self._recv()
+        if reply[0] == "error":
+            self.close()
+            raise ModelLoadFailed(reply[2])
+        self._info = reply[1]
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        if self._process is not None:
+            if self._process.is_alive():
+                self._process.kill()
+            self._process.join(timeout=5)
+        self._process = self._conn = None
+
+    def kill(self) -> None:
+        """Kill the child as a crash would (tests, and a stuck generation)."""
+        if self._process is not None and self._process.is_alive():
+            os.kill(self._process.pid, signal.SIGKILL)
+
+    def _death(self) -> str:
+        process = self._process
+        if process is not None:
+            process.join(timeout=2)
+            code = process.exitcode
+            if code is not None and code < 0:
+                try:
+                    return f"it was killed by {signal.Signals(-code).name}"
+                except ValueError:
+                    return f"it was killed by signal {-code}"
+            if code is not None:
+                return f"it exited with code {code}"
+        return "its process ended without a reply"
+
+    def _recv(self, timeout: float | None = None):
+        try:
+            if timeout is not None and not self._conn.poll(timeout):
+                return None
+            return self._conn.recv()
+        except (EOFError, OSError, ConnectionError) as exc:
+            why = self._death()
+            self.close()
+            raise WorkerCrashed(why) from exc
+
+    def _ready(self, on_status=None) -> None:
+        if self._dirty:
+            self._drain()
+        if not self.alive:
+            self.close()
+            if on_status:
+                on_status(f"Loading the model {os.path.basename(self.spec.path)}…")
+            self._start()
+
+    def _drain(self) -> None:
+        """Read what a stopped generation still sends, up to its "done"."""
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        try:
+            while time.monotonic() < deadline:
+                reply = self._recv(timeout=0.2)
+                if reply is not None and reply[0] in ("done", "error"):
+                    self._dirty = False
+                    return
+        except WorkerCrashed:
+            pass
+        self.kill()
+        self.close()
+
+    # -- requests
+    def request(self, message: tuple, expect: str, timeout: float | None = None):
+        with self._lock:
+            self._ready()
+            self._conn.send(message)
+            while True:
+                reply = self._recv(timeout)
+                if reply is None:
+                    self.kill()
+                    self.close()
+                    raise WorkerCrashed(f"it did not answer within {timeout:.0f} s")
+                if reply[0] == expect:
+                    return reply[1]
+                if reply[0] == "error":
+                    raise RuntimeError(reply[2])
+
+    def stream(self, spec: dict, tick: float = 1.0) -> Iterator[tuple]:
+        """Yields the child's replies up to "done". While the child is silent
+        (prompt processing) a ("wait", seconds) tuple comes every `tick`, so the
+        caller can show progress and honour Stop within a second. Closing the
+        iterator early asks the child to stop; its tail is read before the
+        next request."""
+        with self._lock:
+            if not self.alive:
+                yield ("status", f"Loading the model {os.path.basename(self.spec.path)}…")
+            self._ready()
+            self._conn.send(("generate", spec))
+            self._dirty = True
+            started = time.monotonic()
+            try:
+                while True:
+                    reply = self._recv(timeout=tick)
+                    if reply is None:
+                        yield ("wait", time.monotonic() - started)
+                        continue
+                    if reply[0] in ("done", "error"):
+                        self._dirty = False
+                        yield reply
+                        return
+                    yield reply
+            except GeneratorExit:
+                if self._dirty and self._conn is not None:
+                    try:
+                        self._conn.send(("stop",))
+                    except OSError:
+                        pass
+                raise
