@@ -12,7 +12,7 @@ from .errors import NotFound, WorkbenchError
 from .providers import Narrator
 from .providers import window as windows
 from .providers.connection import ConnectionReport, check_connection
-from .providers.embedders import Embedder, MiniLMEmbedder, OpenAIEmbedder
+from .providers.embedders import Embedder, LlamaEmbedder, MiniLMEmbedder, OpenAIEmbedder
 from .providers.openai import OpenAINarrator
 from .settings import Settings
 from .store import BranchRow, CampaignRow, Database
@@ -72,6 +72,7 @@ class Workbench:
         elif narrator is not None:
             changes["narrator"] = narrator
             self._narrator = None
+        _check_model_files(changes)
         if changes:
             with self.db.writing() as s:
                 new = settings_store.save(s, self._settings, changes)
@@ -81,8 +82,10 @@ class Workbench:
                 windows.cache_clear()
                 if isinstance(self._narrator, OpenAINarrator):
                     self._narrator = None
-            if moved & {"endpoint_url", "embedding_model"}:
+            if moved & {"endpoint_url", "embedding_model", "embedding_model_path"}:
                 self._embedder = None
+            if moved & {"model_path", "n_ctx"} and not isinstance(self._narrator, OpenAINarrator):
+                self._narrator = None
         return self._settings
 
     @property
@@ -93,10 +96,10 @@ class Workbench:
 
     def _make_narrator(self) -> Narrator:
         if self._settings.narrator == "local":
-            from .providers.embedded import LocalNarrator, model_path
+            from .providers.embedded import LocalNarrator
 
-            model_path()  # fail now, in words, if the extra is missing
-            return LocalNarrator()
+            # Checks the file (or the bundled one) now, in words; loads nothing.
+            return LocalNarrator(n_ctx=self._settings.n_ctx, model_path=self._settings.model_path or None)
         s = self._settings
         return OpenAINarrator(s.endpoint_url, s.model, api_mode=s.api_mode, timeout=s.timeout_seconds,
                               declared_window=s.context_window_override)
@@ -107,6 +110,8 @@ class Workbench:
         if self._embedder is None and self._settings.embedder != "none":
             if self._settings.embedder == "local":
                 self._embedder = MiniLMEmbedder()
+            elif self._settings.embedder == "gguf":
+                self._embedder = LlamaEmbedder(self._settings.embedding_model_path)
             else:
                 self._embedder = OpenAIEmbedder(self._settings.endpoint_url, self._settings.embedding_model)
         return self._embedder
@@ -235,3 +240,12 @@ class Workbench:
 
     def __repr__(self) -> str:
         return f"<Workbench {self.db.path}>"
+
+
+def _check_model_files(changes: dict) -> None:
+    """A missing or non-GGUF file is refused before it is saved, in words."""
+    for key, what in (("model_path", "model"), ("embedding_model_path", "embedding model")):
+        if isinstance(changes.get(key), str) and changes[key]:
+            from .providers.embedded import check_gguf
+
+            check_gguf(changes[key], what)

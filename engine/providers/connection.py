@@ -67,12 +67,16 @@ def window_warning(window: windows.Window, budget: int, model: str) -> str | Non
 def check_connection(settings, narrator=None, client: httpx.Client | None = None) -> ConnectionReport:
     budget = settings.context_budget
     if settings.narrator == "local":
+        # "Reachable" for an embedded model means it generated a token: a build
+        # that loads but dies at its first generation must not say yes.
         try:
+            ok, how = narrator.check() if hasattr(narrator, "check") else (True, "")
             window = narrator.context_window()
         except Exception as exc:  # noqa: BLE001 - reported, not raised
             return ConnectionReport("local", "", "", False, budget=budget, detail=str(exc))
-        return ConnectionReport("local", "", narrator.model_id, True, [narrator.model_id], True,
-                                window.as_dict(), budget, window_warning(window, budget, narrator.model_id))
+        return ConnectionReport("local", "", narrator.model_id, ok, [narrator.model_id], True,
+                                window.as_dict(), budget, window_warning(window, budget, narrator.model_id),
+                                detail="" if ok else how)
     base, model = settings.endpoint_url.rstrip("/"), settings.model
     reason = rejection_reason(base)
     if reason:

@@ -105,34 +105,35 @@ class MiniLMEmbedder:
 
 
 class LlamaEmbedder:
-    """Mean-pooled embeddings from a GGUF model through llama.cpp (default: the
-    embedded SmolLM2 file, so the workbench has a second offline embedder)."""
+    """Mean-pooled embeddings from a GGUF model through llama.cpp, in a worker
+    process like the embedded narrator (a native crash fails the embedding,
+    not the kernel). Default: the bundled SmolLM2 file, so the workbench has a
+    second offline embedder; `model_path` takes the user's own GGUF embedding
+    model (nomic-embed-text, bge, ...)."""
 
-    def __init__(self, model_path: str | None = None, n_ctx: int = 512):
-        if model_path is None:
-            from .embedded import model_path as default_path
+    # Knowledge passages run to ~800 tokens; the bundled SmolLM2 was
+    # calibrated at 512 (longer texts are cut to the window, not refused).
+    USER_N_CTX = 2048
 
-            model_path = str(default_path())
-        self.path = model_path
-        self.n_ctx = n_ctx
-        self.model_id = f"gguf:{os.path.basename(model_path)}:mean"
-        self._llama = None
-        self._lock = threading.Lock()
+    def __init__(self, model_path: str | None = None, n_ctx: int | None = None):
+        from .embedded import check_gguf
+        from .embedded import model_path as bundled
 
-    def _model(self):
-        if self._llama is None:
-            import llama_cpp
-
-            self._llama = llama_cpp.Llama(
-                model_path=self.path, embedding=True, n_ctx=self.n_ctx, n_threads=2, verbose=False,
-                pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
-            )
-        return self._llama
+        self.path = str(check_gguf(model_path, "embedding model")) if model_path else str(bundled())
+        self.n_ctx = n_ctx or (self.USER_N_CTX if model_path else 512)
+        self.model_id = f"gguf:{os.path.basename(self.path)}:mean"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        from .embedded import crash_message, shared_worker
+        from .worker import ModelLoadFailed, ModelSpec, WorkerCrashed
+
         if not texts:
             return _empty()
-        with self._lock:
-            llama = self._model()
-            rows = [llama.embed(t, truncate=True) for t in texts]
+        worker = shared_worker(ModelSpec(self.path, self.n_ctx, embedding=True))
+        try:
+            rows = worker.request(("embed", list(texts)), "vectors", timeout=EMBED_TIMEOUT * 10)
+        except WorkerCrashed as exc:
+            raise NarratorError(crash_message(str(exc)).replace("next turn", "next embedding")) from exc
+        except (ModelLoadFailed, RuntimeError) as exc:
+            raise NarratorError(f"The GGUF embedder failed: {exc}.") from exc
         return np.asarray(rows, dtype=np.float32)
