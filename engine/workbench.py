@@ -12,6 +12,7 @@ from .errors import NotFound, WorkbenchError
 from .providers import Narrator
 from .providers import window as windows
 from .providers.connection import ConnectionReport, check_connection
+from .providers.embedded import LocalNarrator
 from .providers.embedders import Embedder, LlamaEmbedder, MiniLMEmbedder, OpenAIEmbedder
 from .providers.openai import OpenAINarrator
 from .settings import Settings
@@ -84,7 +85,7 @@ class Workbench:
                     self._narrator = None
             if moved & {"endpoint_url", "embedding_model", "embedding_model_path"}:
                 self._embedder = None
-            if moved & {"model_path", "n_ctx"} and not isinstance(self._narrator, OpenAINarrator):
+            if moved & {"model_path", "n_ctx"} and isinstance(self._narrator, LocalNarrator):
                 self._narrator = None
         return self._settings
 
@@ -96,8 +97,6 @@ class Workbench:
 
     def _make_narrator(self) -> Narrator:
         if self._settings.narrator == "local":
-            from .providers.embedded import LocalNarrator
-
             # Checks the file (or the bundled one) now, in words; loads nothing.
             return LocalNarrator(n_ctx=self._settings.n_ctx, model_path=self._settings.model_path or None)
         s = self._settings
