@@ -1,10 +1,11 @@
-"""The story-card table: AI Dungeon style cards kept with a campaign.
+"""The story-card table: keyword-triggered lore kept with a campaign.
 
-Cards arrive from AI Dungeon scenarios and SillyTavern World Info (or by
-hand) and travel in campaign bundles. The narrator does not read them: a
-card's keyword trigger is exactly the relevance-without-evidence that the
-knowledge library replaced, so they are kept as the reader's reference and
-can be turned into a knowledge source when wanted.
+Cards arrive from AI Dungeon, SillyTavern, character cards, NovelAI and
+KoboldAI files (or by hand) and travel in campaign bundles. In every one of
+those tools a card is live lore: it enters the prompt when one of its keys
+appears in the recent story, and a `constant` card always does. Here the
+same holds (see `engine.cards`), ranked with the knowledge library under its
+budget rather than injected on top of it.
 """
 from __future__ import annotations
 
@@ -12,12 +13,12 @@ from datetime import datetime
 from sqlite3 import Connection
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, ForeignKey, String, Text
+from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .models import Base, utcnow
 
-__all__ = ["StoryCardRow", "migrate"]
+__all__ = ["StoryCardRow", "migrate", "migrate_triggering"]
 
 _DDL = [
     """CREATE TABLE story_cards (
@@ -33,10 +34,26 @@ _DDL = [
     "CREATE INDEX ix_story_cards_campaign ON story_cards (campaign_id)",
 ]
 
+# What triggering needs and the first table lacked: an always-on flag (every
+# peer has one: SillyTavern `constant`, NovelAI `forceActivation`, KoboldAI
+# `constant`), an off switch (disabled entries are kept, never fired), and
+# where the card came from, for the turn report's provenance.
+_TRIGGERING = [
+    "ALTER TABLE story_cards ADD COLUMN constant BOOLEAN NOT NULL DEFAULT 0",
+    "ALTER TABLE story_cards ADD COLUMN enabled BOOLEAN NOT NULL DEFAULT 1",
+    "ALTER TABLE story_cards ADD COLUMN origin VARCHAR(200) NOT NULL DEFAULT ''",
+]
+
 
 def migrate(db: Connection) -> None:
     """One statement at a time, inside the caller's transaction."""
     for statement in _DDL:
+        db.execute(statement)
+
+
+def migrate_triggering(db: Connection) -> None:
+    """Cards become live lore: constant, enabled and origin columns."""
+    for statement in _TRIGGERING:
         db.execute(statement)
 
 
@@ -46,9 +63,12 @@ class StoryCardRow(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
     title: Mapped[str] = mapped_column(String(200), default="")
-    # The words that would have triggered the card, as a JSON list of strings.
+    # The words that trigger the card, as a JSON list of strings.
     keys: Mapped[list[Any]] = mapped_column(JSON, default=list)
     entry: Mapped[str] = mapped_column(Text, default="")
     card_type: Mapped[str] = mapped_column(String(40), default="")
     notes: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    constant: Mapped[bool] = mapped_column(Boolean, default=False)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    origin: Mapped[str] = mapped_column(String(200), default="")

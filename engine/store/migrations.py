@@ -105,6 +105,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     memory_tables.migrate,  # v3
     narrative_tables.migrate,  # v4
     cards_tables.migrate,  # v5
+    cards_tables.migrate_triggering,  # v6: constant, enabled, origin on story cards
 ]
 LATEST = len(MIGRATIONS)
 
