@@ -154,5 +154,6 @@ def _sections(session: Session, campaign_id: int, branch_key: dict, node_key: di
                                                .where(KnowledgeSourceRow.campaign_id == campaign_id)
                                                .order_by(KnowledgeSourceRow.id))],
         "story_cards": [{"title": c.title, "keys": list(c.keys or []), "entry": c.entry, "card_type": c.card_type,
-                         "notes": c.notes, "created_at": _iso(c.created_at)} for c in rows(StoryCardRow, StoryCardRow.id)],
+                         "notes": c.notes, "created_at": _iso(c.created_at), "constant": bool(c.constant),
+                         "enabled": bool(c.enabled), "origin": c.origin} for c in rows(StoryCardRow, StoryCardRow.id)],
     }

@@ -120,7 +120,10 @@ def _card(row: dict, notes: Notes) -> CardPlan | None:
     return CardPlan(title=title, keys=keys, entry=entry,
                     card_type=string(row.get("card_type", MISSING), notes, "a story card's type", limit=40),
                     notes=string(row.get("notes", MISSING), notes, "a story card's notes"),
-                    created_at=moment(row.get("created_at", MISSING), notes, "a story card's creation time"))
+                    created_at=moment(row.get("created_at", MISSING), notes, "a story card's creation time"),
+                    constant=flag(row.get("constant", MISSING), notes, "a story card's constant flag", False),
+                    enabled=flag(row.get("enabled", MISSING), notes, "a story card's enabled flag", True),
+                    origin=string(row.get("origin", MISSING), notes, "a story card's origin", limit=200))
 
 
 def card_keys(value: Any) -> list[str]:

@@ -168,6 +168,9 @@ class CardPlan:
     card_type: str
     notes: str
     created_at: datetime
+    constant: bool = False  # always in the prompt, keys or not
+    enabled: bool = True
+    origin: str = ""  # the file and format it came from
 
 
 @dataclass

@@ -168,7 +168,8 @@ def _write_events(session: Session, plan: Plan, campaign_id: int, nodes: dict[in
 def _write_cards(session: Session, plan: Plan, campaign_id: int) -> None:
     _bulk(session, StoryCardRow, [
         {"campaign_id": campaign_id, "title": c.title, "keys": c.keys, "entry": c.entry, "card_type": c.card_type,
-         "notes": c.notes, "created_at": c.created_at} for c in plan.cards])
+         "notes": c.notes, "created_at": c.created_at, "constant": c.constant, "enabled": c.enabled,
+         "origin": c.origin} for c in plan.cards])
 
 
 # ------------------------------------------------------------------ knowledge
