@@ -5,6 +5,8 @@ dataclass keeps every reader typed and every value checked on the way in.
 """
 from __future__ import annotations
 
+import difflib
+import numbers
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
@@ -111,6 +113,50 @@ class Settings:
 
 
 _NAMES = {f.name for f in fields(Settings)}
+# `Workbench.configure` keywords that are not stored fields but set one.
+_SHORTCUTS = {"endpoint": "sets endpoint_url and selects the endpoint narrator"}
+_KINDS = {f.name: f.type for f in fields(Settings)}
+_EXAMPLES = {"int": "a whole number such as 8192", "float": "a number such as 0.8",
+             "bool": "True or False", "str": "text in quotes"}
+
+
+def _kind_problem(name: str, value: Any) -> str | None:
+    """A sentence when `value` is the wrong kind for setting `name`; None when it fits.
+
+    A bool is refused where a number is wanted (True would quietly become 1),
+    and a whole number is accepted where a float is."""
+    kind = _KINDS[name].replace(" | None", "")
+    optional = _KINDS[name].endswith("| None")
+    if value is None and optional:
+        return None
+    fits = {"bool": isinstance(value, bool),
+            "int": isinstance(value, numbers.Integral) and not isinstance(value, bool),
+            "float": isinstance(value, numbers.Real) and not isinstance(value, bool),
+            "str": isinstance(value, str)}[kind]
+    if fits:
+        return None
+    also = " or None" if optional else ""
+    return f"{name} must be {_EXAMPLES[kind]}{also}, not {value!r} ({type(value).__name__})"
+
+
+def _plain(name: str, value: Any) -> Any:
+    """numpy and other number types stored as the Python type the field declares."""
+    kind = _KINDS[name].replace(" | None", "")
+    if value is None or kind in ("bool", "str"):
+        return value
+    return int(value) if kind == "int" else float(value)
+
+
+def _unknown_message(unknown: list[str]) -> str:
+    known = sorted(_NAMES | set(_SHORTCUTS))
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        parts.append(f"{name!r}{hint}")
+    listing = ", ".join(f"{k}= ({_SHORTCUTS[k]})" if k in _SHORTCUTS else f"{k}=" for k in known)
+    return (f"Unknown setting {', '.join(parts)}: nothing was changed. "
+            f"wb.configure() takes {listing}.")
 
 
 def load(session: Session) -> Settings:
@@ -121,10 +167,11 @@ def load(session: Session) -> Settings:
 def save(session: Session, current: Settings, changes: dict[str, Any]) -> Settings:
     unknown = sorted(set(changes) - _NAMES)
     if unknown:
-        raise WorkbenchError(
-            f"Unknown setting(s): {', '.join(unknown)}. Known: {', '.join(sorted(_NAMES))}."
-        )
-    new = replace(current, **changes).check()
+        raise WorkbenchError(_unknown_message(unknown))
+    wrong = [p for p in (_kind_problem(k, v) for k, v in changes.items()) if p]
+    if wrong:
+        raise WorkbenchError("Settings not changed: " + "; ".join(wrong) + ".")
+    new = replace(current, **{k: _plain(k, v) for k, v in changes.items()}).check()
     for key, value in asdict(new).items():
         if value != getattr(current, key) or session.get(SettingRow, key) is None:
             session.merge(SettingRow(key=key, value=value))

@@ -135,3 +135,50 @@ class TaskNarrator(ScriptedNarrator):
         self.turns += 1
         yield Text(f"Narration {self.turns}.")
         yield Usage(prompt_tokens=10, completion_tokens=2)
+
+
+class RecordingStoryNarrator(TaskNarrator):
+    """A long-campaign narrator: varied prose, a state block on some turns, and
+    memory / summary answers (from TaskNarrator). Every narration prompt is kept
+    in `prompts` in call order, so a test can compare what a take's record
+    rebuilds against what the narrator was really sent."""
+
+    model_id = "recording-story"
+    PLACES = ("harbour", "chapel", "market", "lighthouse", "crypt", "tannery")
+
+    def execute(self, prompt):
+        if prompt.task != "narrate":
+            yield from super().execute(prompt)
+            return
+        self.prompts.append(prompt)
+        self.turns += 1
+        n = self.turns
+        place = self.PLACES[n % len(self.PLACES)]
+        prose = (f"Beat {n}: the lamps of the {place} flicker while Mara counts the bells "
+                 f"and the tide turns against the {self.PLACES[(n * 7) % len(self.PLACES)]}.")
+        if n % 3 == 0:
+            prose += ("\n\n```state\n{\"events\": [{\"type\": \"set_scene\", \"summary\": \"At the "
+                      f"{place}, beat {n}.\"}}]}}\n```")
+        for word in prose.split(" "):
+            yield Text(word + " ")
+        yield Usage(prompt_tokens=len(prompt.story) // 4, completion_tokens=len(prose.split()))
+
+
+class StatusNarrator(ScriptedNarrator):
+    """Says what it is doing (a Status chunk), then waits until released before
+    its first word: the slow start of a model that is loading."""
+
+    def __init__(self, status: str = "Loading the embedded model…"):
+        super().__init__(["The lamp turns."])
+        self.status = status
+        self.announced = threading.Event()
+        self.release = threading.Event()
+
+    def execute(self, prompt: Prompt) -> Iterator:
+        from engine.providers import Status
+
+        self.prompts.append(prompt)
+        yield Status(self.status)
+        self.announced.set()
+        self.release.wait(10)
+        yield Text("The lamp turns.")

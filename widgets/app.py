@@ -13,12 +13,13 @@ displays as a static HTML transcript of the story.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 import ipywidgets as w
 
-from engine import Campaign, TurnCancelled, display
+from engine import Campaign, TurnCancelled, TurnFailed, display
 
 from .controls import Availability, Controls
 from .panels import PANELS, Factory, build_panels
@@ -46,6 +47,9 @@ class CampaignApp:
         self._draft = ""
         self._stopping = False
         self._history: list = []
+        self._script: deque[str] = deque()
+        self._script_idle = threading.Event()
+        self._script_idle.set()
         self._availability = Availability()
         self.story = StoryView(camp.title)
         self.controls = Controls()
@@ -96,22 +100,38 @@ class CampaignApp:
     def retry(self) -> None:
         self._turn(lambda **cb: self.camp.retry(**cb), retry=True)
 
-    def play(self, inputs) -> None:
-        """Play scripted inputs one after another, each to the end: the headless
-        path (papermill). Raises the first failure so a scripted run fails loudly."""
-        for text in inputs:
-            self.wait()
-            self.act(text)
+    def play(self, inputs: Iterable[str], *, wait: bool = False) -> None:
+        """Play scripted inputs one after another, each streaming into the app.
+
+        The turns run through the app's runner, so the cell returns at once and
+        Stop works (it also drops the inputs not yet played). `wait=True` blocks
+        until the script is over and raises TurnFailed with the first failure:
+        the headless path (papermill), where nobody can press Stop anyway."""
+        self._script = deque(str(text) for text in inputs)
+        self.error, self._stopping = None, False
+        self._script_idle.clear()
+        self._play_next()
+        if wait:
             self.wait()
             if self.error:
-                raise RuntimeError(self.error)
+                raise TurnFailed(self.error)
+
+    def _play_next(self) -> None:
+        """Start the next scripted input, or mark the script finished."""
+        if self._stopping or self.error or not self._script:
+            self._script.clear()
+            self._script_idle.set()
+            return
+        self.act(self._script.popleft())
 
     def stop(self) -> None:
         """Cancel the running turn: the engine raises TurnCancelled and writes nothing.
 
         `Campaign.stop()` does nothing until the turn has registered its cancel
         event, so the request is also remembered and repeated on the next
-        streamed chunk: a Stop clicked in the first instant still stops."""
+        streamed chunk: a Stop clicked in the first instant still stops.
+        Scripted inputs not yet played are dropped."""
+        self._script.clear()
         if self.runner.busy:
             self._stopping = True
             self.camp.stop()
@@ -124,26 +144,39 @@ class CampaignApp:
         self.story.append(chunk)
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until the running turn is over (scripts and tests)."""
+        """Block until the running turn, and any scripted inputs, are over (scripts and tests)."""
+        if not self._script_idle.wait(timeout):
+            return False
         return self.runner.wait(timeout)
 
     def _turn(self, call: Callable[..., Any], line: str = "", kind: str = "player",
               needs_text: bool = False, retry: bool = False) -> None:
-        if needs_text and not line.strip():
-            self.error = "Write what you do first (or, with Story direction on, what should happen)."
-            self._say(self.error, error=True)
-            return
-        if self.runner.busy:
-            self.error = "A turn is already being narrated: wait for it, or press Stop."
-            self._say(self.error, error=True)
+        scripted = not self._script_idle.is_set()
+        refusal = ("Write what you do first (or, with Story direction on, what should happen)."
+                   if needs_text and not line.strip() else
+                   "A turn is already being narrated: wait for it, or press Stop." if self.runner.busy else None)
+        if refusal:
+            self.error = refusal
+            self._say(refusal, error=True)
+            if scripted:
+                self._play_next()  # the error ends the script
             return
         self._say("")
         self._stopping = False
         if retry and self._history and self._history[-1].kind == "narrator":
             self.story.show(self._history[:-1])  # the new take streams in its place
         self.story.begin(line, kind)
-        self.background(lambda: call(on_text=self._streamed, on_reasoning=self.story.append_reasoning),
-                        lambda turn: self._turn_done(turn, consumed=needs_text), self._turn_failed, self.refresh)
+
+        def after() -> None:
+            self.refresh()
+            if scripted:
+                self._play_next()
+        started = self.background(
+            lambda: call(on_text=self._streamed, on_reasoning=self.story.append_reasoning,
+                         on_status=self.story.status),
+            lambda turn: self._turn_done(turn, consumed=needs_text), self._turn_failed, after)
+        if not started and scripted:
+            self._script_idle.set()
 
     def _turn_done(self, turn, consumed: bool) -> None:
         """The input box empties only when its text was played (Continue leaves a draft alone)."""
@@ -170,9 +203,12 @@ class CampaignApp:
         threading.Thread(target=follow, name="story-workbench-derived", daemon=True).start()
 
     def _turn_failed(self, exc: BaseException) -> None:
-        self.story.abandon()
+        """The message goes both where the passage was and at the input; the
+        controls come back when the runner calls `after`."""
         self.error = describe_error(exc)
-        self._say(self.error, error=not isinstance(exc, TurnCancelled))
+        stopped = isinstance(exc, TurnCancelled)
+        self.story.abandon("" if stopped else self.error)
+        self._say(self.error, error=not stopped)
 
     def background(self, job: Callable[[], Any], done: Callable[[Any], None],
                    failed: Callable[[BaseException], None], after: Callable[[], None]) -> bool:
@@ -281,7 +317,7 @@ class CampaignApp:
         a = self._availability
         self.controls.update(Availability(busy, a.can_undo, a.can_redo, a.can_retry, a.take, a.takes,
                                           self._editing is not None))
-        self.save_points.set_busy(busy)
+        self.save_points.set_busy(busy, editing=self._editing is not None)
 
     def _refresh_panel(self, panel) -> None:
         refresh = getattr(panel, "refresh", None)

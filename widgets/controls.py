@@ -17,6 +17,8 @@ __all__ = ["Availability", "Controls"]
 BUSY = "A turn is being narrated: wait for it, or press Stop."
 WHY_NOT = {
     "send": "Write what you do first (or, with Story direction on, what should happen).",
+    "direct": "Write what should happen first, e.g. Make the storm break.",
+    "save_edit": "The corrected narration is empty: write it, or Cancel edit.",
     "undo": "Nothing to undo: the story is at its opening.",
     "redo": "Nothing to redo: this is the latest turn on this line of the story.",
     "retry": "Nothing to retry: the newest passage is not a narration.",
@@ -27,6 +29,9 @@ WHY_NOT = {
 }
 TIPS = {
     "send": "Play your line as the next turn.",
+    "direct": "Tell the narrator what should happen next, out of character.",
+    "save_edit": "Save the corrected narration as a new take (the original is kept).",
+    "cancel_edit": "Leave the narration as it was and get your draft back.",
     "continue": "Let the story go on without acting.",
     "direction": "Speak to the narrator out of character: 'Make the storm break.'",
     "undo": "Step back one turn (nothing is deleted; Redo comes back).",
@@ -69,10 +74,10 @@ class Controls:
     def __init__(self):
         self.text = w.Textarea(placeholder=PLACEHOLDER[False], rows=2, layout=w.Layout(width="100%"))
         self.text.add_class("sw-input")
-        self.send = _button("Send", "send", "primary", "10em")
-        self.continue_ = _button("Continue", "continue", width="10em")
+        self.send = _button("Send", "send", "primary", "100%")
+        self.continue_ = _button("Continue", "continue", width="100%")
         self.direction = w.ToggleButton(description="Story direction", tooltip=TIPS["direction"],
-                                        layout=w.Layout(width="10em"))
+                                        layout=w.Layout(width="100%"))
         self.undo = _button("↶ Undo", "undo")
         self.redo = _button("↷ Redo", "redo")
         self.retry = _button("⟳ Retry", "retry")
@@ -87,14 +92,25 @@ class Controls:
         self.status.add_class("sw-status")
         self.widget = self._layout()
         self._state = Availability()
-        self.direction.observe(lambda _: self._relabel(), "value")
+        self.direction.observe(lambda _: self.update(self._state), "value")
         self.text.observe(lambda _: self.update(self._state), "value")
         self.update(self._state)
 
     def _layout(self) -> w.Widget:
-        actions = w.VBox([self.send, self.continue_, self.direction])
-        nav = w.HBox([self.undo, self.redo, self.retry, self.edit, self.takes, self.stop])
-        return w.VBox([w.HBox([self.text, actions]), nav, self.status])
+        """The box takes what the buttons leave; rows wrap rather than scroll.
+
+        The action column is sized for its longest label ("Story direction"
+        measured 117 px of text plus padding in JupyterLab's 13 px font), and
+        never shrinks below it, so no label is clipped at 900 px."""
+        self.text.layout = w.Layout(flex="1 1 20em", width="auto", min_width="12em")
+        actions = w.VBox([self.send, self.continue_, self.direction],
+                         layout=w.Layout(flex="0 0 11.5em", width="11.5em", overflow="visible"))
+        nav = w.HBox([self.undo, self.redo, self.retry, self.edit, self.takes, self.stop],
+                     layout=w.Layout(flex_flow="row wrap", overflow="visible"))
+        top = w.HBox([self.text, actions], layout=w.Layout(width="100%", overflow="visible"))
+        box = w.VBox([top, nav, self.status], layout=w.Layout(overflow="visible"))
+        box.add_class("sw-controls")
+        return box
 
     # ------------------------------------------------------------ state
     def update(self, state: Availability) -> None:
@@ -103,12 +119,13 @@ class Controls:
         idle = not state.busy
         has_text = bool(self.text.value.strip())
         self.text.disabled = state.busy
-        self._enable(self.send, idle and has_text, "send")
+        self._enable(self.send, idle and has_text, self._send_key(state))
         self._enable(self.continue_, idle and not state.editing, "continue")
         self._enable(self.undo, idle and state.can_undo and not state.editing, "undo")
         self._enable(self.redo, idle and state.can_redo and not state.editing, "redo")
         self._enable(self.retry, idle and state.can_retry and not state.editing, "retry")
-        self._enable(self.edit, idle and (state.can_retry or state.editing), "edit")
+        self._enable(self.edit, idle and (state.can_retry or state.editing),
+                     "cancel_edit" if state.editing else "edit")
         self.direction.disabled = state.busy or state.editing
         self._enable(self.stop, state.busy, "stop")
         self.stop.button_style = "danger" if state.busy else ""
@@ -121,10 +138,13 @@ class Controls:
             button.tooltip = TIPS.get(key, "")
         elif self._state.busy and key != "stop":
             button.tooltip = BUSY
-        elif self._state.editing and key not in ("send", "edit"):
+        elif self._state.editing and key not in ("save_edit", "cancel_edit"):
             button.tooltip = "Finish or cancel the edit first."
         else:
             button.tooltip = WHY_NOT.get(key, "")
+
+    def _send_key(self, state: Availability) -> str:
+        return "save_edit" if state.editing else ("direct" if self.direction.value else "send")
 
     def _update_takes(self, state: Availability) -> None:
         """`‹ 2/4 ›` on the newest narration, shown only when it has several takes."""

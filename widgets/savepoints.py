@@ -18,6 +18,13 @@ from .runner import describe_error
 
 __all__ = ["SavePointsBar"]
 
+TIPS = {"create": "Remember this place in the story.", "restore": "Go back to the chosen save point.",
+        "delete": "Delete the chosen save point (asks first)."}
+WHY_NOT = {"create": "Type a name for the save point first.", "restore": "No save point to restore yet.",
+           "delete": "No save point to delete yet."}
+BUSY = "A turn is being narrated: wait for it, or press Stop."
+EDITING = "Finish or cancel the edit first."
+
 
 class SavePointsBar:
     """`changed()` is called after a restore (the story moved); `say(msg, error)` shows messages."""
@@ -25,18 +32,20 @@ class SavePointsBar:
     def __init__(self, camp: Campaign, changed: Callable[[], None], say: Callable[..., None]):
         self.camp, self._changed, self._say = camp, changed, say
         self.name = w.Text(placeholder="Name, e.g. before the crypt", layout=w.Layout(width="16em"))
-        self.create = w.Button(description="Save point", tooltip="Remember this place in the story.")
+        self.create = w.Button(description="Save point", tooltip=TIPS["create"])
         self.choice = w.Dropdown(options=[], layout=w.Layout(width="18em"))
         self._refreshing = threading.Lock()
-        self.restore = w.Button(description="Restore", tooltip="Go back to the chosen save point.")
-        self.delete = w.Button(description="Delete…", tooltip="Delete the chosen save point (asks first).")
+        self.restore = w.Button(description="Restore", tooltip=TIPS["restore"])
+        self.delete = w.Button(description="Delete…", tooltip=TIPS["delete"])
         self.confirm_text = w.HTML()
         self.confirm = w.Button(description="Yes, delete", button_style="danger")
         self.cancel = w.Button(description="Cancel")
         self.confirm_row = w.HBox([self.confirm_text, self.confirm, self.cancel])
         self.confirm_row.layout.display = "none"
-        self.widget = w.VBox([w.HBox([self.name, self.create, self.choice, self.restore, self.delete]),
-                              self.confirm_row])
+        row = w.HBox([self.name, self.create, self.choice, self.restore, self.delete],
+                     layout=w.Layout(flex_flow="row wrap"))
+        self.widget = w.VBox([row, self.confirm_row])
+        self.widget.add_class("sw-savepoints")
         self.create.on_click(lambda _: self.save())
         self.restore.on_click(lambda _: self.go_back())
         self.delete.on_click(lambda _: self.ask_delete())
@@ -45,6 +54,7 @@ class SavePointsBar:
         self.name.observe(lambda _: self._enable(), "value")
         self.choice.observe(lambda _: self._hide_confirm(), "value")
         self._busy = False
+        self._editing = False
         self.refresh()
 
     # ------------------------------------------------------------ actions
@@ -92,23 +102,32 @@ class SavePointsBar:
             self._say(describe_error(exc), error=True)
             points = []
         current = self.choice.value
-        self.choice.options = [(f"{p.name} · depth {p.depth}", p.id) for p in reversed(points)]
+        self.choice.options = [(_label(p), p.id) for p in reversed(points)]
         ids = [p.id for p in points]
         self.choice.value = current if current in ids else (ids[-1] if ids else None)
         self._enable()
 
-    def set_busy(self, busy: bool) -> None:
-        self._busy = busy
-        if busy:
+    def set_busy(self, busy: bool, editing: bool = False) -> None:
+        """A running turn or an open edit holds every story move, save points included."""
+        self._busy, self._editing = busy, editing
+        if busy or editing:
             self._hide_confirm()
         self._enable()
 
     def _enable(self) -> None:
-        idle, chosen = not self._busy, self.choice.value is not None
-        self.create.disabled = not (idle and self.name.value.strip())
-        self.restore.disabled = self.delete.disabled = not (idle and chosen)
+        chosen = self.choice.value is not None
+        held = BUSY if self._busy else (EDITING if self._editing else None)
+        self._set(self.create, "create", bool(self.name.value.strip()), held)
+        self._set(self.restore, "restore", chosen, held)
+        self._set(self.delete, "delete", chosen, held)
         self.choice.disabled = not chosen
         self.name.disabled = self._busy
+
+    @staticmethod
+    def _set(button: w.Button, key: str, applies: bool, held: str | None) -> None:
+        """Enabled when it applies and nothing holds it; otherwise the tooltip says why."""
+        button.disabled = held is not None or not applies
+        button.tooltip = held or (TIPS[key] if applies else WHY_NOT[key])
 
     def _hide_confirm(self) -> None:
         self.confirm_row.layout.display = "none"
@@ -121,3 +140,9 @@ class SavePointsBar:
             self._say(describe_error(exc), error=True)
             return False
         return True
+
+
+def _label(point) -> str:
+    """Name and when it was saved: a player knows their own clock, not the tree's depth."""
+    when = point.created_at.strftime("%d %b %H:%M") if point.created_at else ""
+    return f"{point.name} · saved {when}" if when else point.name

@@ -5,9 +5,16 @@ another, so a streamed token appends to a short string instead of re-sending
 the whole story to the browser. Every string from the narrator or the reader
 goes through `html.escape` (via `engine.display`): markup in a reply shows as
 characters and never becomes markup in the page.
+
+The scrolling box lays its children out bottom-up (`column-reverse`): the
+browser then keeps the view pinned to the newest text as it grows, and leaves
+it where it is once the reader has scrolled up, as chat apps do. That needs
+no JavaScript, which ipywidgets' HTML would not run anyway.
 """
 from __future__ import annotations
 
+import threading
+import time
 from html import escape
 
 import ipywidgets as w
@@ -19,28 +26,44 @@ __all__ = ["StoryView"]
 # A very long story is still one click away in the transcript; the live view
 # shows its end so a turn never sends megabytes to the browser.
 MAX_ENTRIES = 300
+# How often the "waiting" line counts up: once a second is enough to show the
+# app is alive during a 20-60 s model load without flooding the browser.
+TICK_SECONDS = 1.0
 
 _BOX = "max-width:46em;line-height:1.5"
 _LIVE = "white-space:pre-wrap;margin:0 0 .6em 0"
+_WAITING = "color:#666;font-style:italic"
 
 
 class StoryView:
-    """Title, finished passages, the live passage and the newest reasoning."""
+    """Title, finished passages, the live passage, what the narrator is doing,
+    a failed turn's message, and the newest reasoning."""
 
     def __init__(self, title: str, max_entries: int = MAX_ENTRIES):
         self.max_entries = max_entries
         self.title = w.HTML(f"<h3 style='margin:.2em 0 .4em 0'>{escape(title or 'Untitled campaign')}</h3>")
         self.passages = w.HTML()
         self.live = w.HTML()
+        self.live.add_class("sw-live")
+        self.notice = w.HTML()
+        self.notice.add_class("sw-notice")
         self.reasoning = w.HTML()
         self.reasoning_box = w.Accordion(children=[self.reasoning], titles=("Reasoning",), selected_index=None)
         self.reasoning_box.layout.display = "none"
-        self.widget = w.VBox([self.title, self.passages, self.live, self.reasoning_box],
-                             layout=w.Layout(max_height="32em", overflow="auto"))
-        self.widget.add_class("story-workbench-story")
+        # Children are listed newest-first because the box is column-reverse.
+        self.scroller = w.Box([self.reasoning_box, self.notice, self.live, self.passages],
+                              layout=w.Layout(display="flex", flex_flow="column-reverse", max_height="60vh",
+                                              min_height="8em", overflow="auto"))
+        self.scroller.add_class("story-workbench-story")
+        self.widget = w.VBox([self.title, self.scroller])
         self._head = ""
         self._streamed = ""
         self._thought = ""
+        self._waiting: str | None = None
+        self._since = 0.0
+        self._ticker: threading.Thread | None = None
+        # The ticker thread and the turn thread both write the live passage.
+        self._live_lock = threading.Lock()
 
     # ------------------------------------------------------------ finished story
     def show(self, entries, reasoning: str | None = None) -> None:
@@ -50,39 +73,84 @@ class StoryView:
                 "the transcript (display the campaign) has them all.</p>") if hidden else ""
         body = display.entries_html(entries[hidden:]) or "<p style='color:#888'>The story has not started yet.</p>"
         self.passages.value = f"<div style='{_BOX}'>{note}{body}</div>"
-        self.live.value = ""
+        with self._live_lock:
+            self._waiting = None
+            self.live.value = ""
         self._set_reasoning(reasoning or "")
 
     # ------------------------------------------------------------ the live passage
     def begin(self, line: str = "", kind: str = "player") -> None:
-        """Start a passage: the reader's line (escaped) first, then narration as it streams."""
+        """Start a passage: the reader's line (escaped), then what the narrator is
+        doing until its first words arrive, then the narration as it streams."""
         self._head = display.entries_html([_Line(kind, line)]) if line.strip() else ""
         self._streamed = ""
+        self.notice.value = ""
         self._set_reasoning("")
-        self.live.value = self._live_html()
+        self._since = time.monotonic()
+        self.status("Waiting for the narrator…")
+        self._start_ticker()
+
+    def status(self, text: str) -> None:
+        """What the narrator is doing before it writes (loading, reading the prompt)."""
+        if self._streamed:
+            return  # words are arriving: they say enough
+        with self._live_lock:
+            self._waiting = text
+            self.live.value = self._live_html()
 
     def append(self, chunk: str) -> None:
         """Add a streamed piece of narration; only the live passage changes."""
-        self._streamed += escape(chunk)
-        self.live.value = self._live_html()
+        with self._live_lock:
+            self._waiting = None
+            self._streamed += escape(chunk)
+            self.live.value = self._live_html()
 
     def append_reasoning(self, chunk: str) -> None:
         self._set_reasoning(self._thought + chunk)
 
-    def abandon(self) -> None:
-        """The turn wrote nothing: its half-passage must not look written."""
-        self._head = self._streamed = ""
-        self.live.value = ""
+    def abandon(self, message: str = "") -> None:
+        """The turn wrote nothing: its half-passage must not look written, and
+        the reason stays in the story where the passage would have been."""
+        with self._live_lock:
+            self._head = self._streamed = ""
+            self._waiting = None
+            self.live.value = ""
+        self.notice.value = (f"<div role='alert' style='{_BOX};color:#b00020;border-left:3px solid #b00020;"
+                             f"padding-left:.6em'>{escape(message)}</div>") if message else ""
+
+    def _start_ticker(self) -> None:
+        """Count the seconds while waiting, so a slow start never looks frozen."""
+        if self._ticker is not None and self._ticker.is_alive():
+            return
+
+        def tick() -> None:
+            while self._waiting is not None:
+                time.sleep(TICK_SECONDS)
+                with self._live_lock:
+                    if self._waiting is not None:
+                        self.live.value = self._live_html()
+        self._ticker = threading.Thread(target=tick, name="story-workbench-waiting", daemon=True)
+        self._ticker.start()
 
     def _live_html(self) -> str:
-        cursor = "<span style='color:#888'> ▍</span>"
-        return f"<div style='{_BOX}'>{self._head}<div style='{_LIVE}'>{self._streamed}{cursor}</div></div>"
+        if self._waiting is not None:
+            seconds = int(time.monotonic() - self._since)
+            clock = f" ({seconds} s)" if seconds >= 1 else ""
+            body = f"<span role='status' style='{_WAITING}'>{escape(self._waiting)}{clock}</span>"
+        else:
+            body = f"{self._streamed}<span style='color:#888'> ▍</span>"
+        return f"<div style='{_BOX}'>{self._head}<div style='{_LIVE}'>{body}</div></div>"
 
     def _set_reasoning(self, text: str) -> None:
         self._thought = text
         self.reasoning.value = (f"<div style='white-space:pre-wrap;color:#555;font-size:90%'>{escape(text)}</div>"
                                 if text else "")
         self.reasoning_box.layout.display = "" if text.strip() else "none"
+
+    @property
+    def waiting(self) -> str | None:
+        """What the view says it is waiting for, or None once words arrive or the turn ends."""
+        return self._waiting
 
 
 class _Line:

@@ -8,7 +8,7 @@ from helpers import census, texts
 from narrators import BlockingNarrator, FailingNarrator, ScriptedNarrator
 from widget_helpers import enabled, html_values, story
 
-from engine import NarratorUnavailable, TurnCancelled, WorkbenchError
+from engine import NarratorUnavailable, TurnCancelled, TurnFailed, WorkbenchError
 from widgets import CampaignApp
 from widgets.runner import describe_error
 
@@ -108,8 +108,9 @@ def test_streaming_appends_to_the_live_passage_only(wb, camp):
     app.story.live.observe(lambda ch: live.append(ch["new"]), "value")
     app.story.passages.observe(lambda ch: finished.append(ch["new"]), "value")
     app.send("listen")
-    grown = [v for v in live if v]
-    assert len(grown) >= 9  # the input line, then one update per word
+    grown = [v for v in live if v and "Waiting for the narrator" not in v]
+    assert "Waiting for the narrator" in live[0]  # before the first word, it says what it waits for
+    assert len(grown) >= 8  # one update per word
     assert all(len(a) < len(b) for a, b in zip(grown, grown[1:], strict=False))
     assert "The gulls wheel over the black water and cry." in grown[-1]
     assert len(finished) == 1  # the whole story is re-rendered once, when the turn is written
@@ -127,6 +128,7 @@ def test_a_failed_turn_shows_words_not_a_traceback_and_gives_the_input_back(wb, 
     assert "The narrator failed mid-reply (ConnectionError: connection reset by peer)" in status
     assert "role='alert'" in status and "Nothing was written" in status
     assert census(wb) == rows and "one two" not in story(app) and app.story.live.value == ""
+    assert "connection reset by peer" in app.story.notice.value  # also where the passage would have been
     assert not app.controls.text.disabled and app.controls.text.value == "dive"
     assert not app.controls.send.disabled and app.error
     assert not any("Traceback" in v for v in html_values(app))
@@ -193,11 +195,30 @@ def test_threaded_turn_completes_in_the_background(wb, camp):
 
 def test_play_runs_scripted_inputs_to_the_end(wb, camp):
     app = CampaignApp(camp)  # threaded, as in the notebook
-    app.play(["go in", "I wait"])
+    app.play(["go in", "I wait"], wait=True)
     assert texts(camp)[1:] == ["> You go in.", "Narration 1.", "> I wait.", "Narration 2."]
     wb.configure(narrator=FailingNarrator())
-    with pytest.raises(RuntimeError, match="failed mid-reply"):
-        app.play(["dive"])
+    with pytest.raises(TurnFailed, match="failed mid-reply"):
+        app.play(["dive", "never played"], wait=True)
+    assert texts(camp)[-1] == "Narration 2."
+
+
+def test_play_returns_at_once_and_stop_ends_the_script(wb, camp):
+    """In a live notebook the kernel must stay free while scripted turns run,
+    or the Stop click would never reach the app."""
+    narrator = BlockingNarrator()
+    wb.configure(narrator=narrator)
+    app = CampaignApp(camp)
+    rows = census(wb)
+    app.play(["go in", "I wait", "I leave"])
+    assert narrator.started.wait(5)  # play() came back while the first turn is still open
+    assert not app.controls.stop.disabled
+    app.controls.stop.click()
+    narrator.release.set()
+    assert app.wait(10)
+    assert census(wb) == rows and len(narrator.prompts) == 1  # the stopped turn wrote nothing; the rest never ran
+    assert not app.controls.send.disabled or not app.controls.text.value
+    assert not app.controls.continue_.disabled and app.controls.stop.disabled
 
 
 def test_a_stop_the_engine_missed_is_repeated_on_the_next_chunk(wb, camp):
