@@ -41,7 +41,7 @@ FACT_COLUMNS = [
     "turn", "node_id", "mode", "input", "text", "recorded", "words", "reply_tokens", *SECTIONS,
     "estimate_tokens", "prompt_tokens", "processed_tokens", "cached_tokens", "new_tokens", "prompt_ms",
     "generation_ms", "ttft_ms", "total_ms", "leaks", "events_accepted", "events_refused", "memories_recalled",
-    "knowledge_admitted", "accounting", "floor_depth", "history_included", "refusals",
+    "knowledge_admitted", "accounting", "floor_depth", "history_included", "refusals", "refusal",
 ]
 
 
@@ -167,7 +167,7 @@ def facts(camp: Campaign, *, recorded: int = 0, ttft: dict | None = None) -> pd.
                                                  "estimate_tokens", "prompt_tokens", "accounting", "floor_depth",
                                                  "history_included")},
                      **stored, "recorded": row["turn"] <= recorded, "reply_tokens": tokens.count(row["text"] or ""),
-                     "leaks": count_leaks([(row["node_id"], row["text"])])["leaking"], "refusals": 0})
+                     "leaks": count_leaks([(row["node_id"], row["text"])])["leaking"], "refusals": 0, "refusal": ""})
     frame = pd.DataFrame(rows, columns=FACT_COLUMNS)
     # New content a server must read whatever it caches: the last reply, this input and the volatile tail.
     frame["new_tokens"] = (frame["reply_tokens"].shift(1).fillna(0) + _input_tokens(frame)
@@ -254,27 +254,38 @@ def play(recording: Recording, db_path: str | Path, *, narrator: Any = None, emb
          keep_first: int = 0, progress: bool = True, label: str = "replay", **settings) -> pd.DataFrame:
     """Play `recording`'s moves into a fresh workbench file at `db_path`; the
     replay's own facts, one row per turn. A turn the engine refuses is tried
-    again (as a reader presses Retry); one refused every time is skipped and counted."""
+    again (as a reader presses Retry); one refused every time keeps its row,
+    with the refusal in words, and the replay goes on."""
     wb = _fresh(Path(db_path))
     try:
-        narrator = narrator if narrator is not None else recording.settings.get("narrator", "local")
+        narrator = narrator if narrator is not None else "local"
         keep = max(0, min(keep_first, len(recording)))
         camp = _setup(recording, wb, narrator, embedder, keep, settings)
-        ttft, refusals = {}, {}
-        for i, step in enumerate(tqdm(recording.steps, desc=label, disable=not progress, leave=False)):
-            started, first = time.perf_counter(), []
-            refused: list[str] = []
+        done, failed = {}, []
+        for number, step in enumerate(tqdm(recording.steps, desc=label, disable=not progress, leave=False), 1):
+            started, first, refused = time.perf_counter(), [], []
             turn = until_accepted(_move(camp, step, lambda _t: first or first.append(time.perf_counter())),
                                   refused=refused, required=False)
-            if turn is not None:
-                ttft[turn.id] = round((first[0] - started) * 1000, 2) if first else None
-                refusals[turn.id] = len(refused)
-        frame = facts(camp, recorded=keep, ttft=ttft)
-        frame["refusals"] = frame["node_id"].map(refusals).fillna(0).astype(int)
+            if turn is None:
+                failed.append({"turn": number, "mode": step.mode, "input": step.text, "refusals": len(refused),
+                               "refusal": refused[-1] if refused else ""})
+            else:
+                done[turn.id] = (number, round((first[0] - started) * 1000, 2) if first else None, len(refused))
+        frame = _numbered(facts(camp, recorded=keep, ttft={k: v[1] for k, v in done.items()}), done, failed)
         frame.attrs["db_path"] = str(db_path)
         return frame
     finally:
         wb.close()
+
+
+def _numbered(frame: pd.DataFrame, done: dict, failed: list[dict]) -> pd.DataFrame:
+    """Rows numbered by the recording's step, so a turn the engine refused keeps
+    its place (a row with the refusal) and the later turns still line up."""
+    frame["turn"] = frame["node_id"].map(lambda n: done[n][0])
+    frame["refusals"] = frame["node_id"].map(lambda n: done[n][2])
+    if failed:
+        frame = pd.concat([frame, pd.DataFrame(failed).reindex(columns=FACT_COLUMNS)], ignore_index=True)
+    return frame.sort_values("turn", ignore_index=True)
 
 
 def join(original: pd.DataFrame, replayed: pd.DataFrame) -> pd.DataFrame:
