@@ -6,12 +6,11 @@ widget has a `refresh()` method the app calls it after every story change
 calls it once, so a panel can run slow work through the app's runner. A
 panel that fails to build shows its error in place and the app still opens.
 
-State, Memory and Knowledge ship as placeholders here; the work that adds
-memories and knowledge replaces them with `register_panel("Memory", ...)`.
+Settings, Context, State, Memory and Knowledge ship here; `placeholder_panel`
+lists any other campaign attribute until it has a panel of its own.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from html import escape
 
@@ -20,8 +19,11 @@ import ipywidgets as w
 from engine import Campaign
 
 from .inspector import ContextInspector
+from .knowledge_panel import KnowledgePanel
+from .memory_panel import MemoryPanel
 from .runner import describe_error
 from .settings_panel import SettingsPanel
+from .state_panel import StatePanel, _listing
 
 __all__ = ["PANELS", "Factory", "StatePanel", "build_panels", "placeholder_panel", "register_panel"]
 
@@ -34,38 +36,6 @@ def _refresh_button(panel) -> w.Button:
     button = w.Button(description="Refresh", layout=w.Layout(width="auto"))
     button.on_click(lambda _: panel.refresh())
     return button
-
-
-class StatePanel(w.VBox):
-    """The narrative state at the head (`camp.state`) as a readable list."""
-
-    def __init__(self, camp: Campaign):
-        self.camp = camp
-        self.body = w.HTML()
-        super().__init__([self.body, _refresh_button(self)])
-        self.refresh()
-
-    def refresh(self) -> None:
-        try:
-            state = self.camp.state
-        except Exception as exc:  # noqa: BLE001 - shown in place
-            self.body.value = f"<p style='color:#b00020'>{escape(describe_error(exc))}</p>"
-            return
-        self.body.value = (_listing(state) if state else
-                           "<p style='color:#888'>No narrative state recorded at this point of the story yet.</p>")
-
-
-def _listing(value) -> str:
-    """Nested dicts and lists as nested HTML lists; every key and value escaped."""
-    if isinstance(value, dict):
-        items = "".join(f"<li><b>{escape(str(k))}</b>: {_listing(v)}</li>" for k, v in value.items())
-        return f"<ul style='margin:.2em 0'>{items}</ul>"
-    if isinstance(value, list | tuple):
-        items = "".join(f"<li>{_listing(v)}</li>" for v in value)
-        return f"<ul style='margin:.2em 0'>{items}</ul>" if value else "<i>none</i>"
-    if isinstance(value, str):
-        return escape(value)
-    return escape(json.dumps(value, default=str))
 
 
 class _AttributePanel(w.VBox):
@@ -133,8 +103,8 @@ PANELS: list[tuple[str, Factory]] = [
     ("Settings", SettingsPanel),
     ("Context", ContextInspector),
     ("State", StatePanel),
-    ("Memory", placeholder_panel("memories", "Memory")),
-    ("Knowledge", placeholder_panel("knowledge", "Knowledge")),
+    ("Memory", MemoryPanel),
+    ("Knowledge", KnowledgePanel),
 ]
 
 

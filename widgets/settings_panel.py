@@ -1,4 +1,5 @@
-"""Settings: which narrator, where, which model, how big a prompt; and a
+"""Settings: the narrator and where it runs, how long a reply may be, how
+hot, how big a prompt, the embedder, memory and the state protocol; and a
 Test connection button that answers in words before a turn has to.
 
 Only fields the reader changed are sent to `Workbench.configure`, so opening
@@ -13,31 +14,64 @@ import ipywidgets as w
 
 from engine import Campaign
 
+from .common import Message
 from .runner import Runner, describe_error
 
-__all__ = ["SettingsPanel"]
+__all__ = ["SettingsPanel", "connection_html"]
 
 NARRATORS = [("Embedded (SmolLM2, offline)", "local"), ("My server (OpenAI-compatible)", "endpoint")]
+EMBEDDERS = [("Embedded MiniLM (offline)", "local"), ("My server's embedding model", "endpoint"),
+             ("A GGUF embedding model", "gguf"), ("None (word search only)", "none")]
+_WIDE = {"layout": {"width": "100%", "max_width": "34em"}, "style": {"description_width": "10em"}}
+
+
+def _field(kind, description: str, tooltip: str = "", **options) -> w.Widget:
+    control = kind(description=description, tooltip=tooltip, **options,
+                   layout=w.Layout(**_WIDE["layout"]), style=_WIDE["style"])
+    return control
 
 
 class SettingsPanel(w.VBox):
+    # setting name -> control; the order is the panel's order.
     def __init__(self, camp: Campaign):
         self.workbench = camp.workbench
-        self.narrator = w.Dropdown(options=NARRATORS, description="Narrator")
-        self.endpoint = w.Text(description="Endpoint", placeholder="http://127.0.0.1:11434/v1")
-        self.model = w.Text(description="Model", placeholder="qwen2.5:7b")
-        self.budget = w.BoundedIntText(description="Budget", min=256, max=1_000_000, step=1024,
-                                       tooltip="Tokens the narrator is given, prompt plus reply.")
+        self.controls: dict[str, w.Widget] = {
+            "narrator": _field(w.Dropdown, "Narrator", options=NARRATORS),
+            "endpoint_url": _field(w.Text, "Endpoint", placeholder="http://127.0.0.1:11434/v1"),
+            "model": _field(w.Text, "Model", placeholder="qwen2.5:7b"),
+            "max_output_tokens": _field(w.BoundedIntText, "Reply length", "The longest reply, in tokens.",
+                                        min=16, max=32_768, step=50),
+            "temperature": _field(w.BoundedFloatText, "Temperature", "0 is most predictable; 2 is wild.",
+                                  min=0.0, max=2.0, step=0.1),
+            "context_budget": _field(w.BoundedIntText, "Budget", "Tokens the narrator is given, prompt plus "
+                                     "reply; a smaller window on the model caps it.", min=256, max=1_000_000,
+                                     step=1024),
+            "trim_fraction": _field(w.BoundedIntText, "Trim fraction", "History is trimmed in blocks of "
+                                    "1/this of the window, which keeps the prompt cache warm; 0 slides by one.",
+                                    min=0, max=64),
+            "embedder": _field(w.Dropdown, "Embedder", options=EMBEDDERS),
+            "embedding_model": _field(w.Text, "Embedding model", placeholder="nomic-embed-text (for My server)"),
+            "memory_enabled": w.Checkbox(description="Memory: write and recall memories", indent=False),
+            "state_protocol": w.Checkbox(description="Narrative state: ask the narrator for state events",
+                                         indent=False),
+        }
         self.apply = w.Button(description="Apply", button_style="primary")
         self.test = w.Button(description="Test connection")
-        self.message = w.HTML()
+        self.message = Message()
         self.report = w.HTML()
         self._background = Runner(threaded=True).start
         self.apply.on_click(lambda _: self.save())
         self.test.on_click(lambda _: self.test_connection())
-        super().__init__([self.narrator, self.endpoint, self.model, self.budget,
-                          w.HBox([self.apply, self.test]), self.message, self.report])
+        self.controls["narrator"].observe(lambda _: self._show_relevant(), "value")
+        self.controls["embedder"].observe(lambda _: self._show_relevant(), "value")
+        super().__init__([*self.controls.values(), w.HBox([self.apply, self.test]), self.message, self.report])
         self.refresh()
+
+    # kept as attributes: code and tests reach the common fields by name
+    narrator = property(lambda self: self.controls["narrator"])
+    endpoint = property(lambda self: self.controls["endpoint_url"])
+    model = property(lambda self: self.controls["model"])
+    budget = property(lambda self: self.controls["context_budget"])
 
     def attach(self, app) -> None:
         """Run connection tests through the app, one job at a time with turns."""
@@ -45,40 +79,50 @@ class SettingsPanel(w.VBox):
 
     def refresh(self) -> None:
         s = self.workbench.settings
-        self.narrator.value = s.narrator
-        self.endpoint.value = s.endpoint_url
-        self.model.value = s.model
-        self.budget.value = s.context_budget
+        for name, control in self.controls.items():
+            control.value = getattr(s, name)
+        self._show_relevant()
+
+    def _show_relevant(self) -> None:
+        """The endpoint fields only when something uses the endpoint."""
+        uses_server = "endpoint" in (self.controls["narrator"].value, self.controls["embedder"].value)
+        for name in ("endpoint_url",):
+            self.controls[name].layout.display = "" if uses_server else "none"
+        self.controls["model"].layout.display = "" if self.controls["narrator"].value == "endpoint" else "none"
+        self.controls["embedding_model"].layout.display = ("" if self.controls["embedder"].value == "endpoint"
+                                                           else "none")
 
     def changes(self) -> dict:
         s = self.workbench.settings
-        wanted = {"narrator": self.narrator.value, "endpoint_url": self.endpoint.value.strip(),
-                  "model": self.model.value.strip(), "context_budget": int(self.budget.value)}
+        wanted = {name: (c.value.strip() if isinstance(c.value, str) else c.value) for name, c in self.controls.items()}
         return {k: v for k, v in wanted.items() if v != getattr(s, k)}
 
     def save(self) -> None:
+        """Apply what changed; an old connection report no longer describes it, so it goes."""
         changes = self.changes()
         if not changes:
-            self._say("Nothing to change.")
+            self.message.say("Nothing to change.")
             return
         try:
             self.workbench.configure(**changes)
         except Exception as exc:  # noqa: BLE001 - the refusal, in words
-            self._say(describe_error(exc), error=True)
+            self.message.say(describe_error(exc), error=True)
             return
-        self._say("Saved: " + ", ".join(sorted(changes)) + ".")
+        self.report.value = ""
+        self.message.say("Saved: " + ", ".join(sorted(changes)) + ". Test the connection to check it.")
 
     def test_connection(self) -> None:
         """Probe in the background: an unreachable server can take seconds to time out."""
         self.report.value = "<p style='color:#555'>Testing the connection…</p>"
+        self.message.say("")
         self.test.disabled = True
 
         def done(report) -> None:
-            self.report.value = report._repr_html_()
+            self.report.value = connection_html(report)
 
         def failed(exc) -> None:
             self.report.value = ""
-            self._say(describe_error(exc), error=True)
+            self.message.say(describe_error(exc), error=True)
 
         def after() -> None:
             self.test.disabled = False
@@ -86,8 +130,20 @@ class SettingsPanel(w.VBox):
         if not self._background(self.workbench.test_connection, done, failed, after):
             self.test.disabled = False
             self.report.value = ""
-            self._say("A turn is running: test the connection when it has finished.", error=True)
+            self.message.say("A turn is running: test the connection when it has finished.", error=True)
 
-    def _say(self, text: str, error: bool = False) -> None:
-        colour = "#b00020" if error else "#555"
-        self.message.value = f"<p style='color:{colour}'>{escape(text)}</p>"
+
+def connection_html(report) -> str:
+    """The connection report, with one change of tone: a verified window smaller
+    than the budget is how every small local model runs (prompts are built to
+    the window), so it is a note, not an orange warning."""
+    if not report.warning:
+        return report._repr_html_()
+    window = report.window or {}
+    routine = bool(window.get("verified")) and report.reachable and (window.get("tokens") or 0) < report.budget
+    if not routine:
+        return report._repr_html_()
+    plain = type(report)(**{**report.__dict__, "warning": None})._repr_html_()
+    note = (f"<p class='sw-note' style='color:#555'>Note: {escape(report.warning)} That is expected for this "
+            "model; lower the budget to the window to make it explicit.</p>")
+    return plain + note

@@ -102,8 +102,10 @@ def test_default_panels(app, camp):
     assert isinstance(app.panel_box, w.Accordion) and app.panel_box.selected_index is None
     assert list(app.panel_box.titles) == ["Settings", "Context", "State", "Memory", "Knowledge"]
     assert "No narrative state" in panel(app, "State").body.value
-    for title in ("Memory", "Knowledge"):  # whatever the campaign offers yet, the panel opens without error
-        assert "#b00020" not in panel(app, title).body.value
+    assert "No memories yet" in panel(app, "Memory").listing.value
+    assert "The library is empty" in panel(app, "Knowledge").status.value
+    for title in ("Memory", "Knowledge"):  # a fresh campaign: the panels open without an error
+        assert panel(app, title).message.value == ""
 
 
 def test_placeholders_say_not_available_when_the_campaign_lacks_the_attribute():
@@ -176,7 +178,7 @@ def test_settings_apply_only_what_changed_and_refuse_in_words(app, wb):
     assert "Saved: context_budget" in settings.message.value
     settings.endpoint.value = "http://8.8.8.8/v1"  # a public host: refused before any connection
     settings.apply.click()
-    assert "be used" in settings.message.value and "role" not in settings.message.value
+    assert "be used" in settings.message.value and "role='alert'" in settings.message.value
     assert wb.settings.endpoint_url == "" and "color:#b00020" in settings.message.value
 
 

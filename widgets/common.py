@@ -1,0 +1,67 @@
+"""Small pieces the panels share: a message line, a two-step confirmation,
+and a table of rows with every cell escaped."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from html import escape
+
+import ipywidgets as w
+
+from .runner import describe_error
+
+__all__ = ["Confirm", "Message", "attempt", "table_html"]
+
+
+class Message(w.HTML):
+    """One line that says what happened; errors in red, always escaped."""
+
+    def say(self, text: str, error: bool = False) -> None:
+        if not text:
+            self.value = ""
+            return
+        colour, role = ("#b00020", "alert") if error else ("#555", "status")
+        self.value = f"<p role='{role}' style='color:{colour};margin:.2em 0'>{escape(text)}</p>"
+
+
+def attempt(action: Callable[[], object], message: Message, done: str = "") -> bool:
+    """Run one quick engine call; its refusal shows in words, never as a traceback."""
+    try:
+        action()
+    except Exception as exc:  # noqa: BLE001 - shown in place
+        message.say(describe_error(exc), error=True)
+        return False
+    message.say(done)
+    return True
+
+
+class Confirm(w.HBox):
+    """Delete-style actions take two clicks: the question, then "Yes"."""
+
+    def __init__(self, yes: str = "Yes, delete"):
+        self.question = w.HTML()
+        self.yes = w.Button(description=yes, button_style="danger", layout=w.Layout(width="auto"))
+        self.no = w.Button(description="Cancel", layout=w.Layout(width="auto"))
+        self._then: Callable[[], None] | None = None
+        super().__init__([self.question, self.yes, self.no])
+        self.layout.display = "none"
+        self.yes.on_click(lambda _: self._answer(True))
+        self.no.on_click(lambda _: self._answer(False))
+
+    def ask(self, question: str, then: Callable[[], None]) -> None:
+        self.question.value = f"<span style='padding-right:.6em'>{escape(question)}</span>"
+        self._then = then
+        self.layout.display = ""
+
+    def _answer(self, yes: bool) -> None:
+        then, self._then = self._then, None
+        self.layout.display = "none"
+        if yes and then is not None:
+            then()
+
+
+def table_html(columns: Iterable[str], rows: Iterable[Iterable[object]], css_class: str = "") -> str:
+    """A plain table; every header and cell escaped, so imported titles stay text."""
+    head = "".join(f"<th style='text-align:left;padding-right:1em'>{escape(str(c))}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td style='padding-right:1em;vertical-align:top'>{escape(str(v))}</td>"
+                                    for v in row) + "</tr>" for row in rows)
+    return f"<table class='{escape(css_class)}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
