@@ -5,11 +5,17 @@ same passages, in the same order, with the same hashes, so a reindex or a
 re-import reproduces the library exactly. Any change to the output for the same
 input must bump CHUNKING_VERSION, which makes every stored source reprocess.
 
-Shape: Markdown is read into blocks (paragraphs, whole fenced code blocks),
-each tagged with its heading trail ("Setting > Westhaven"); blocks are packed
-into passages of at most TARGET_MAX tokens; a heading closes a passage only
-once it has MIN_TOKENS, so a document of one-line sections does not become a
-pile of fragments. There is no overlap: the heading trail carries the context
+Shape: Markdown is read into blocks (paragraphs, whole fenced code blocks,
+tables), each tagged with its heading trail ("Setting > Westhaven"); ATX
+(`# Title`) and setext (`Title` underlined with `===` or `---`) headings both
+count. An ENTRY_BREAK line closes every heading opened since the document's
+preamble, so a heading inside one entry of a worldbook never becomes the parent
+of the entries after it. Blocks are packed into passages of at most TARGET_MAX
+tokens; a heading closes a passage only once it has MIN_TOKENS, so a document
+of one-line sections does not become a pile of fragments. A block over HARD_MAX
+is cut: prose at sentence ends, code at lines, a table at rows with its header
+row repeated in every piece. Plain text is paragraphs (blank lines) cut at
+sentence ends. There is no overlap: the heading trail carries the context
 instead, and overlap would spend a bounded budget on repeated text.
 """
 from __future__ import annotations
@@ -17,12 +23,16 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from tqdm.auto import tqdm
 
 from ..context import tokens
 
 __all__ = [
     "CHUNKING_VERSION",
+    "ENTRY_BREAK",
     "HARD_MAX",
     "MIN_TOKENS",
     "PARSER_VERSION",
@@ -34,24 +44,38 @@ __all__ = [
     "normalize",
 ]
 
-PARSER_VERSION = 1
-CHUNKING_VERSION = 1
+PARSER_VERSION = 2
+CHUNKING_VERSION = 2
 # The packing ceiling, in the context builder's own tokens (cl100k), so a
-# passage costs what the budget says it costs. 800 is the top of the 300-800
-# range the reference design settled on: several passages fit a third of an
-# 8k budget.
-TARGET_MAX = 800
+# passage costs what the budget says it costs. Measured (notebooks/
+# retrieval_eval.ipynb, "passage sizes"): at the 4,096 window the knowledge
+# budget of a new campaign is 879 tokens and Reference may take half, 439,
+# of which the class header and a passage's label and tags take ~80; the old
+# 800 let only 7 of 317 novel passages ever be shown there. 256 fits that
+# share with room for the label, and is also about what MiniLM reads: it
+# embeds at most 256 word pieces, so a longer passage is judged by its opening.
+TARGET_MAX = 256
 # A passage must reach this before a heading may close it: below it a reference
 # file of one-line headings became dozens of ten-token fragments.
 MIN_TOKENS = 60
-# Over-long paragraphs are cut into pieces this size, a little under the
-# ceiling so a piece plus a heading line written at a crossing still fits.
-HARD_MAX = 760
+# Over-long blocks are cut into pieces this size, a little under the ceiling
+# so a piece plus a heading line written at a crossing still fits.
+HARD_MAX = 232
 TRAIL_SEPARATOR = " > "
+# A bar for files with more blocks than this (~1 MB of prose).
+_PROGRESS_BLOCKS = 5000
+# A line that ends one entry of a collection (a worldbook's entries, a wiki's
+# pages) and starts the next: headings opened inside an entry end with it.
+ENTRY_BREAK = "<!-- entry -->"
 
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# A setext underline: a run of '=' (level 1) or '-' (level 2) under a paragraph.
+_SETEXT = re.compile(r"^ {0,3}(=+|-{2,})\s*$")
+# A table's delimiter row: | --- | :---: | (outer pipes optional).
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)+\|?\s*$|^\s*\|\s*:?-{3,}:?\s*\|\s*$")
+# A sentence ends at . ! or ? (closing quotes and brackets may follow) before space.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"'”’)\]])\s+")
 
 
 @dataclass(frozen=True)
@@ -105,11 +129,29 @@ class _Block:
     tokens: int
     code: bool = False
 
+    @property
+    def table(self) -> bool:
+        return not self.code and any(_TABLE_RULE.match(line) for line in self.text.split("\n")[:8])
+
+
+def _setext(line: str, buffer: list[str]) -> int:
+    """The level of a setext heading that `line` underlines, or 0. Only a
+    single-line paragraph of text can be one: a '---' under a table row or
+    a list item is a rule, not a heading."""
+    m = _SETEXT.match(line)
+    if not m or len(buffer) != 1 or not buffer[0].strip():
+        return 0
+    first = buffer[0].lstrip()
+    if first.startswith(("|", "-", "*", "+", ">")) or first[:1].isdigit() and ". " in first[:5]:
+        return 0
+    return 1 if m.group(1)[0] == "=" else 2
+
 
 def _blocks(text: str, markdown: bool) -> list[_Block]:
-    """Paragraphs and fenced code blocks, each with the heading trail above it."""
+    """Paragraphs, tables and fenced code blocks, each with the heading trail above it."""
     out: list[_Block] = []
     stack: list[tuple[int, str]] = []
+    preamble: list[tuple[int, str]] | None = None  # the stack when the first entry began
     buffer: list[str] = []
     fence = ""  # the fence character while inside a fenced block
 
@@ -119,6 +161,12 @@ def _blocks(text: str, markdown: bool) -> list[_Block]:
         if body:
             trail = TRAIL_SEPARATOR.join(title for _, title in stack)
             out.append(_Block(trail, body, tokens.count(body), code))
+
+    def open_heading(level: int, title: str) -> None:
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        if title:
+            stack.append((level, title))
 
     for line in text.split("\n"):
         if markdown and (m := _FENCE.match(line)):
@@ -136,14 +184,19 @@ def _blocks(text: str, markdown: bool) -> list[_Block]:
         if fence:  # inside code: no headings, blank lines do not split
             buffer.append(line)
             continue
+        if markdown and line.strip() == ENTRY_BREAK:
+            flush()
+            preamble = list(stack) if preamble is None else preamble
+            stack[:] = preamble
+            continue
         heading = _HEADING.match(line) if markdown else None
+        level = _setext(line, buffer) if markdown and not heading else 0
         if heading:
             flush()
-            level, title = len(heading.group(1)), heading.group(2).strip()
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            if title:
-                stack.append((level, title))
+            open_heading(len(heading.group(1)), heading.group(2).strip())
+        elif level:
+            title = buffer.pop().strip()
+            open_heading(level, title)
         elif not line.strip():
             flush()
         else:
@@ -196,9 +249,10 @@ def _word_runs(sentence: str) -> list[str]:
 def _units(block: _Block) -> tuple[list[str], str]:
     """The pieces a long block is re-packed from, and the string that joins them.
 
-    Code splits on lines (its newlines matter); prose on sentence ends.
+    Code and tables split on lines (their newlines matter); prose on
+    sentence ends.
     """
-    if block.code:
+    if block.code or block.table:
         parts, joiner = block.text.split("\n"), "\n"
     else:
         parts, joiner = [p.strip() for p in _SENTENCE_END.split(block.text)], " "
@@ -210,19 +264,35 @@ def _units(block: _Block) -> tuple[list[str], str]:
     return units, joiner
 
 
+def _table_head(block: _Block) -> str:
+    """A table's lines up to and including its delimiter row: repeated at the
+    top of every piece, so each piece still says what its columns mean."""
+    lines = block.text.split("\n")
+    for i, line in enumerate(lines[:8]):
+        if _TABLE_RULE.match(line):
+            head = "\n".join(lines[: i + 1])
+            return head if tokens.count(head) <= HARD_MAX // 2 else ""
+    return ""
+
+
 def _split_long(block: _Block) -> list[_Block]:
+    head = _table_head(block) if block.table else ""
     units, joiner = _units(block)
+    if head:
+        units = units[head.count("\n") + 1:]
     pieces: list[_Block] = []
-    buffer: list[str] = []
-    size = 0
+    buffer: list[str] = [head] if head else []
+    size = tokens.count(head) + 1 if head else 0
+    start = len(buffer)
     for unit in units:
         cost = tokens.count(unit) + 1  # +1: the joiner, counted generously
-        if buffer and size + cost > HARD_MAX:
+        if len(buffer) > start and size + cost > HARD_MAX:
             pieces.append(_piece(block, joiner.join(buffer)))
-            buffer, size = [], 0
+            buffer = [head] if head else []
+            size = tokens.count(head) + 1 if head else 0
         buffer.append(unit)
         size += cost
-    if buffer:
+    if len(buffer) > start:
         pieces.append(_piece(block, joiner.join(buffer)))
     return [p for p in pieces if p.text] or [block]
 
@@ -288,7 +358,7 @@ def _cross(group: _Group, trail: str, *, write_trail: bool = True) -> None:
     group.heading = _common(group.heading, trail)
 
 
-def _pack(blocks: list[_Block]) -> list[_Group]:
+def _pack(blocks: Iterable[_Block]) -> list[_Group]:
     groups: list[_Group] = []
     group: _Group | None = None
     for block in blocks:
@@ -331,14 +401,18 @@ def _absorb_trailing(groups: list[_Group]) -> list[_Group]:
     return groups[:-1]
 
 
-def chunk(text: str, markdown: bool = True) -> list[Chunk]:
+def chunk(text: str, markdown: bool = True, *, progress: bool = False) -> list[Chunk]:
     """The passages of `text` (normalised first). Plain text (`markdown=False`)
-    uses the same packing with no headings or fences: '#' is just a character."""
+    uses the same packing with no headings or fences: '#' is just a character.
+    `progress` shows a bar for a large file (a 16 MB one takes several seconds)."""
     normal = normalize(text)
     if not normal:
         return []
     out: list[Chunk] = []
-    for group in _pack(_blocks(normal, markdown)):
+    blocks = _blocks(normal, markdown)
+    shown = tqdm(blocks, desc="chunking", unit="block", leave=False,
+                 disable=not progress or len(blocks) < _PROGRESS_BLOCKS)
+    for group in _pack(shown):
         body = _JOIN.join(group.parts).strip()
         if body:
             out.append(Chunk(len(out), group.heading, body, tokens.count(body), _passage_hash(group.heading, body)))

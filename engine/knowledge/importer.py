@@ -59,8 +59,12 @@ def _check_duplicate(session: Session, campaign_id: int, content_hash: str) -> N
 def add_source(session: Session, campaign_id: int, name: str, raw: bytes, *, classification: str = "reference",
                title: str | None = None, notes: str = "", visibility: str = "normal",
                always_include: bool = False, allow_duplicate: bool = False,
-               progress: bool = False) -> KnowledgeSourceRow:
-    """Check, then store one file and its passages. Never commits."""
+               progress: bool = False, found: dict | None = None) -> KnowledgeSourceRow:
+    """Check, then store one file and its passages. Never commits.
+
+    `found`, if given, receives what was learnt on the way in that the row
+    does not hold: the encoding the bytes were read in.
+    """
     classification = check_class(classification)
     visibility = check_visibility(visibility)
     accepted = accept(name, raw)
@@ -94,6 +98,11 @@ def add_source(session: Session, campaign_id: int, name: str, raw: bytes, *, cla
     session.add(source)
     session.flush()
     build_passages(session, source, progress=progress)
+    if accepted.encoding != "utf-8":
+        source.index_detail = (f"Read as {accepted.encoding} (detected: the file is not UTF-8); "
+                               "the text is stored as Unicode.")
+    if found is not None:
+        found["encoding"] = accepted.encoding
     return source
 
 
@@ -104,7 +113,7 @@ def build_passages(session: Session, source: KnowledgeSourceRow, *, progress: bo
     heading and text, so the same embedded string): a lexical reindex then
     costs no re-embedding.
     """
-    passages = chunk(source.content, markdown=source.media_type == "text/markdown")
+    passages = chunk(source.content, markdown=source.media_type == "text/markdown", progress=progress)
     if not passages:
         raise KnowledgeRefused(f"“{source.original_filename}” has no text to index once blank lines are removed.")
     if len(passages) > MAX_PASSAGES_PER_SOURCE:

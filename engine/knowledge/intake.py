@@ -24,17 +24,31 @@ __all__ = [
     "Accepted",
     "accept",
     "decode",
+    "decode_with_encoding",
+    "detect",
     "extension_of",
     "safe_filename",
     "size_label",
 ]
 
-# About a 150,000-word book: far past any setting bible, small enough that
-# chunking and indexing one stays well under a second.
-MAX_SOURCE_BYTES = 1024 * 1024
-# The chunker's 60-token floor cannot reach this from 1 MiB; it is a loud
-# guard against a future chunker that fragments.
-MAX_PASSAGES_PER_SOURCE = 4000
+# A rules reference is 1.5 MB and a long novel 2-3 MB; 16 MiB holds a whole
+# multi-volume setting in one file. The chunker reads ~1 MB/s on this 2-core
+# machine, so the largest file is indexed in well under a minute, with a
+# progress bar; its embedding is derived work that follows in batches.
+MAX_SOURCE_BYTES = 16 * 1024 * 1024
+# 16 MiB of English at ~4.2 bytes per token in 256-token passages is ~16,000
+# passages; this guard is loud for a chunker that would fragment past that.
+MAX_PASSAGES_PER_SOURCE = 40000
+# When charset-normalizer's best guess is trusted: its "chaos" (mess ratio)
+# below 0.2 and its "coherence" (how much the text reads as a language) at
+# least 0.2. Measured: cp1252 / Latin-1 English and French prose scored chaos
+# 0.0 and coherence 0.52-0.85; "good start \xff\xfe bad" came back as Urdu
+# cp1006 with coherence 0.0, and random high bytes as no guess at all.
+MAX_DECODING_CHAOS = 0.2
+MIN_DECODING_COHERENCE = 0.2
+# How much messier than the detector's pick Windows-1252 may read and still be
+# preferred (see `_western`): the picks it displaced measured 0.001-0.002.
+WESTERN_CHAOS_SLACK = 0.01
 # Bounds the per-turn lexical scan and the catalogue read.
 MAX_SOURCES_PER_CAMPAIGN = 200
 ALLOWED_EXTENSIONS = (".txt", ".md")
@@ -57,6 +71,7 @@ class Accepted:
     extension: str
     title: str
     byte_size: int
+    encoding: str = "utf-8"  # as found: "utf-8", or what detection settled on
 
     @property
     def media_type(self) -> str:
@@ -100,8 +115,47 @@ def refuse_size(filename: str, n_bytes: int) -> KnowledgeRefused:
     )
 
 
-def decode(raw: bytes, filename: str) -> str:
-    """Strict UTF-8 text from `raw`, or a refusal that says which byte is wrong."""
+def detect(raw: bytes, filename: str, first_bad: int = 0) -> tuple[str, str]:
+    """(text, encoding) of bytes that are not UTF-8, found by charset-normalizer.
+
+    A well-kept detector rather than a guess list: Windows-1252, Latin-1 and
+    the other single-byte code pages differ in which bytes are letters, and
+    only a statistical look at the whole text tells them apart. A guess whose
+    decoded text reads as a mess is refused, never imported as mojibake.
+    """
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(raw).best()
+    if best is None or best.chaos >= MAX_DECODING_CHAOS or best.coherence < MIN_DECODING_COHERENCE:
+        raise KnowledgeRefused(
+            f"“{filename}” is not UTF-8 text (byte {first_bad} does not begin a valid character), and its "
+            "encoding could not be recognised with confidence. Re-save it with UTF-8 encoding and try again "
+            "(nothing was imported and the file is untouched)."
+        )
+    western = _western(raw, best.chaos)
+    return (western, "cp1252") if western is not None else (str(best), best.encoding)
+
+
+def _western(raw: bytes, best_chaos: float) -> str | None:
+    """The text as Windows-1252, when that reads at least as cleanly as the
+    detector's own pick. On mostly-ASCII English every Western code page is
+    nearly equally clean, and the detector then ranks by language: on a
+    Treasure Island excerpt saved as cp1252 it picked cp775 (Baltic), which
+    turns curly quotes into 'ō' and 'Æ'. cp1252 is what Windows editors save
+    Western text in, so it is the prior whenever it is as clean; Polish saved
+    as cp1250 read as cp1252 measured a mess ratio of 1.06 and is not taken."""
+    from charset_normalizer.md import mess_ratio
+
+    try:
+        text = raw.decode("cp1252")
+    except UnicodeDecodeError:
+        return None
+    return text if mess_ratio(text) <= min(best_chaos + WESTERN_CHAOS_SLACK, MAX_DECODING_CHAOS) else None
+
+
+def decode_with_encoding(raw: bytes, filename: str) -> tuple[str, str]:
+    """UTF-8 text from `raw` (BOM removed), or text in another common encoding
+    found by `detect`; the encoding it was read in comes back beside it."""
     if len(raw) > MAX_SOURCE_BYTES:
         raise refuse_size(filename, len(raw))
     if raw.startswith(b"\xef\xbb\xbf"):  # a byte-order mark is a marker, not content
@@ -109,19 +163,25 @@ def decode(raw: bytes, filename: str) -> str:
     if not raw.strip():
         raise KnowledgeRefused(f"“{filename}” is empty: there is nothing in it to import.")
     try:
-        text = raw.decode("utf-8")
+        text, encoding = raw.decode("utf-8"), "utf-8"
     except UnicodeDecodeError as exc:
-        raise KnowledgeRefused(
-            f"“{filename}” is not UTF-8 text: byte {exc.start} does not begin a valid character. "
-            "Re-save it with UTF-8 encoding and try again (nothing was imported and the file is untouched)."
-        ) from None
+        text, encoding = detect(raw, filename, exc.start)
+    _check_controls(text, filename)
+    return text, encoding
+
+
+def decode(raw: bytes, filename: str) -> str:
+    """The text of `raw` (see `decode_with_encoding`)."""
+    return decode_with_encoding(raw, filename)[0]
+
+
+def _check_controls(text: str, filename: str) -> None:
     controls = sum(1 for ch in text if ord(ch) in _BINARY_CONTROLS)
     if controls:
         raise KnowledgeRefused(
             f"“{filename}” contains {controls} control character(s) that plain text does not have. "
             "It looks like binary data renamed as text; only .txt and .md text files can be imported."
         )
-    return text
 
 
 def _check_choice(value: str, allowed: tuple[str, ...], what: str) -> str:
@@ -147,6 +207,6 @@ def accept(name: str, raw: bytes) -> Accepted:
         raise KnowledgeRefused(
             f"“{filename}” is not a file type the library imports. Only .txt and .md files are supported."
         )
-    text = decode(raw, filename)
+    text, encoding = decode_with_encoding(raw, filename)
     title = filename[: -len(ext)].strip() or filename
-    return Accepted(text=text, filename=filename, extension=ext, title=title, byte_size=len(raw))
+    return Accepted(text=text, filename=filename, extension=ext, title=title, byte_size=len(raw), encoding=encoding)

@@ -105,12 +105,16 @@ class Library:
     # ------------------------------------------------------------ import
     def add(self, path_or_name: str | Path, data: bytes | str | None = None, *, classification: str = "reference",
             title: str | None = None, notes: str = "", visibility: str = "normal", always_include: bool = False,
-            allow_duplicate: bool = False) -> dict:
+            allow_duplicate: bool = False, embed_now: int | None = None) -> dict:
         """Import a .txt or .md file: from a path, or `data` under a name.
 
-        Refusals raise KnowledgeRefused and write nothing. Embedding follows
+        Refusals raise KnowledgeRefused and write nothing. Text that is not
+        UTF-8 is read in the encoding detection finds (the summary's
+        "encoding"), or refused when detection is unsure. Embedding follows
         the import when an embedder is configured; its outcome is in
-        the returned summary's "embedding" entry, in words.
+        the returned summary's "embedding" entry, in words. `embed_now` caps
+        how many passages are embedded before returning (0: none); the rest
+        is derived work, done by `embed_pending` or after the next turns.
         """
         name = str(path_or_name)
         if data is None:
@@ -123,14 +127,16 @@ class Library:
             raw, name = path.read_bytes(), path.name
         else:
             raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        found: dict = {}
         with self.db.writing() as s:
             self._check_campaign(s)
             source = add_source(s, self.campaign_id, name, raw, classification=classification, title=title,
                                 notes=notes, visibility=visibility, always_include=always_include,
-                                allow_duplicate=allow_duplicate, progress=self.progress)
+                                allow_duplicate=allow_duplicate, progress=self.progress, found=found)
             source_id = source.id
-        outcome = self._embed()
+        outcome = self._embed(None if embed_now is None else max(0, int(embed_now)))
         summary = self._summary(source_id)
+        summary["encoding"] = found.get("encoding", "utf-8")
         summary["embedding"] = outcome.words if outcome else "No embedder is configured: lexical search only."
         return summary
 

@@ -4,7 +4,7 @@ from conftest import ABBEY, TAVERN, new_campaign
 from sqlalchemy import text
 
 from engine.errors import WorkbenchError
-from engine.knowledge import KnowledgeRefused, Library
+from engine.knowledge import CHUNKING_VERSION, PARSER_VERSION, KnowledgeRefused, Library
 from engine.knowledge.intake import MAX_SOURCE_BYTES, MAX_SOURCES_PER_CAMPAIGN, safe_filename, size_label
 
 TABLES = ("knowledge_sources", "knowledge_passages", "knowledge_embeddings", "knowledge_fts")
@@ -54,11 +54,11 @@ def test_tabs_and_windows_newlines_are_fine(lib):
 
 def test_oversized_bytes_and_files_are_refused_before_reading(lib, db, tmp_path):
     message = refused(lib, db, "big.md", b"a" * (MAX_SOURCE_BYTES + 1))
-    assert "1 MB" in message and "smaller files" in message
+    assert "16 MB" in message and "smaller files" in message
     big = tmp_path / "big.txt"
     big.write_bytes(b"word " * (MAX_SOURCE_BYTES // 5 + 100))
-    assert "at most 1 MB" in refused(lib, db, big)
-    assert size_label(MAX_SOURCE_BYTES) == "1 MB" and size_label(int(1.4 * 2**20)) == "1.4 MB"
+    assert "at most 16 MB" in refused(lib, db, big)
+    assert size_label(MAX_SOURCE_BYTES) == "16 MB" and size_label(int(1.4 * 2**20)) == "1.4 MB"
 
 
 @pytest.mark.parametrize("raw", [b"", b"   \n\n", b"\xef\xbb\xbf", b"\xef\xbb\xbf  \n"])
@@ -132,7 +132,7 @@ def test_source_fields_and_always_include_is_canon_only(lib, db):
                              "chunking_version FROM knowledge_sources WHERE id = :i"), {"i": canon["id"]}).one()
     assert row.content == ABBEY and row.byte_size == len(ABBEY.encode()) and row.media_type == "text/markdown"
     assert len(row.content_hash) == 64 and row.index_state == "ready"
-    assert (row.parser_version, row.chunking_version) == (1, 1)
+    assert (row.parser_version, row.chunking_version) == (PARSER_VERSION, CHUNKING_VERSION)
 
 
 def test_add_from_a_path_and_from_str(lib, tmp_path):

@@ -93,7 +93,7 @@ def test_a_failing_reindex_marks_the_source_and_spares_the_rest(library, monkeyp
     from engine.knowledge import importer
 
     real = importer.chunk
-    monkeypatch.setattr(importer, "chunk", lambda text, markdown=True: [] if "Abbey" in text else real(text, markdown))
+    monkeypatch.setattr(importer, "chunk", lambda text, markdown=True, **kw: [] if "Abbey" in text else real(text, markdown))
     result = library.reindex()
     assert result["sources"] == 1 and result["failed"][0]["id"] == bad["id"]
     frame = library.list()
