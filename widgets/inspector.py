@@ -47,10 +47,12 @@ def section_chart(sections: list[dict]) -> bytes:
     return buffer.getvalue()
 
 
-def sections_table(sections: list[dict]) -> str:
+def sections_table(sections: list[dict], estimate: int | None = None) -> str:
     """Name, tokens, why, then any further keys a builder adds; a section's own
     text (when the report keeps it) folds away under a "text" toggle. Every
-    cell is escaped."""
+    cell is escaped. With the prompt's `estimate`, a framing row accounts for
+    what the sections alone do not (chat template, separators), so the total
+    matches the estimate shown above the table."""
     extra = sorted({k for s in sections for k in s} - set(_KNOWN) - {"text"})
     folded = any("text" in s for s in sections)
     columns = (*_KNOWN, *extra, *(("text",) if folded else ()))
@@ -65,12 +67,17 @@ def sections_table(sections: list[dict]) -> str:
         rows.append("<tr>" + "".join(f"<td style='padding-right:1em;vertical-align:top'>{c}</td>" for c in cells)
                     + "</tr>")
     total = sum(int(s.get("tokens") or 0) for s in sections)
+    if isinstance(estimate, int) and estimate > total:
+        rows.append(f"<tr><td>framing</td><td>{estimate - total:,}</td><td>the chat template's role markers and "
+                    "the separators between sections, counted in the estimate but in no section</td></tr>")
+        total = estimate
     rows.append(f"<tr><td><b>total</b></td><td><b>{total:,}</b></td><td></td></tr>")
     return f"<table class='sw-sections'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def summary_html(turn) -> str:
-    """The limits the prompt was built to, in words."""
+def summary_html(turn, number: int | None = None) -> str:
+    """The limits the prompt was built to, in words. `number` is the turn's
+    place on the story being read; a take off that line has none."""
     report = turn.report
     budget, window, history = report.get("budget", {}), report.get("window", {}), report.get("history", {})
     lines = [
@@ -83,7 +90,9 @@ def summary_html(turn) -> str:
         f"{'; it caps the budget' if window.get('capped') else ''}).",
         f"History: the newest {_n(history.get('included'))} of {_n(history.get('total'))} story lines.",
     ]
-    head = f"Turn at depth {turn.depth} (node {turn.id}, take {turn.take}/{turn.takes}, narrator {turn.narrator or '?'})"
+    place = f"Turn {number}" if number else "A turn not on the story being read"
+    take = f", take {turn.take} of {turn.takes}" if turn.takes > 1 else ""
+    head = f"{place}{take} · narrator {turn.narrator or '?'} · id {turn.id}"
     items = "".join(f"<li>{escape(line)}</li>" for line in lines)
     return f"<div><b>{escape(head)}</b><ul style='margin:.3em 0'>{items}</ul></div>"
 
@@ -104,8 +113,9 @@ class ContextInspector(w.VBox):
     def __init__(self, camp: Campaign):
         self.camp = camp
         self.choice = w.Dropdown(description="Turn", options=[], layout=w.Layout(width="36em"))
-        self.node = w.IntText(description="or node", layout=w.Layout(width="12em"),
-                              tooltip="Any narration's node id, on the story being read or not.")
+        self.node = w.Text(description="or id", placeholder="e.g. 14", layout=w.Layout(width="11em"),
+                           tooltip="Any narration's id (shown in its summary), on the story being read or not: "
+                                   "a take you switched away from, or a line you undid.")
         self.go = w.Button(description="Show", layout=w.Layout(width="auto"))
         self.summary = w.HTML()
         self.chart = w.Image(format="png", layout=w.Layout(max_width="36em"))
@@ -113,11 +123,12 @@ class ContextInspector(w.VBox):
         self.raw = w.HTML()
         self.raw_box = w.Accordion(children=[self.raw], titles=("Raw prompt",), selected_index=None)
         self._shown: int | None = None
+        self._numbers: dict[int, int] = {}
         self._refreshing = threading.Lock()
         super().__init__([w.HBox([self.choice, self.node, self.go]), self.summary, self.chart, self.table,
                           self.raw_box])
         self.choice.observe(lambda change: self.show(change["new"]), "value")
-        self.go.on_click(lambda _: self.show(self.node.value))
+        self.go.on_click(lambda _: self.show_id(self.node.value))
         self.refresh()
 
     def refresh(self) -> None:
@@ -134,6 +145,7 @@ class ContextInspector(w.VBox):
         except Exception as exc:  # noqa: BLE001 - shown in place
             self.summary.value = f"<p style='color:#b00020'>{escape(describe_error(exc))}</p>"
             return
+        self._numbers = {e.id: i + 1 for i, e in enumerate(narrations)}
         options = [(_label(i + 1, e), e.id) for i, e in enumerate(narrations)][::-1]
         self.choice.options = options
         if not options:
@@ -141,6 +153,16 @@ class ContextInspector(w.VBox):
             return
         self.choice.value = options[0][1]
         self.show(options[0][1])
+
+    def show_id(self, typed) -> None:
+        """The id typed in the box; anything but a whole number is refused in words."""
+        try:
+            node_id = int(str(typed).strip())
+        except ValueError:
+            self._clear(f"“{typed}” is not a turn id: type the number shown after “id” in a turn's summary.",
+                        error=True)
+            return
+        self.show(node_id)
 
     def show(self, node_id: int | None) -> None:
         """Show any turn's report, on the story being read or not."""
@@ -157,10 +179,11 @@ class ContextInspector(w.VBox):
             self._clear(f"Turn {node_id} has no context report (it was written by an edit).")
             return
         sections = report.get("sections", [])
-        self.summary.value = summary_html(turn)
+        self.summary.value = summary_html(turn, self._numbers.get(node_id))
         self.chart.value = section_chart(sections) if sections else b""
         self.chart.layout.display = "" if sections else "none"
-        self.table.value = sections_table(sections)
+        estimate = report.get("estimate")
+        self.table.value = sections_table(sections, estimate if isinstance(estimate, int) else None)
         self.raw.value = _raw_prompt(report)
 
     def _clear(self, message: str, error: bool = False) -> None:

@@ -200,6 +200,8 @@ def test_context_inspector_shows_any_turn(app, camp):
     assert inspector.choice.value == second
     report = camp.turn(second).report
     assert f"{report['budget']['effective']:,} effective" in inspector.summary.value
+    assert "Turn 2 · narrator" in inspector.summary.value and "depth" not in inspector.summary.value
+    assert f"<b>{report['estimate']:,}</b>" in inspector.table.value  # the table adds up to the estimate
     assert f"newest {report['history']['included']} of {report['history']['total']}" in inspector.summary.value
     for section in report["sections"]:
         assert f"<td style='padding-right:1em;vertical-align:top'>{section['name']}</td>" in inspector.table.value
@@ -209,10 +211,13 @@ def test_context_inspector_shows_any_turn(app, camp):
     assert "&gt; You go in." in inspector.raw.value and "I wait" not in inspector.raw.value
     app.controls.retry.click()  # the second turn's first take leaves the story being read...
     assert second not in [v for _, v in inspector.choice.options]
-    inspector.node.value = second  # ...and can still be inspected by its node id
+    inspector.node.value = str(second)  # ...and can still be inspected by its id
     inspector.go.click()
-    assert f"node {second}" in inspector.summary.value
-    inspector.node.value = 9999
+    assert f"id {second}" in inspector.summary.value and "not on the story being read" in inspector.summary.value
+    inspector.node.value = "second"
+    inspector.go.click()
+    assert "is not a turn id" in inspector.summary.value
+    inspector.node.value = "9999"
     inspector.go.click()
     assert "#b00020" in inspector.summary.value and inspector.table.value == ""
 
