@@ -227,6 +227,23 @@ class Campaign:
 
         return story_cards(self)
 
+    def add_story_card(self, title: str = "", keys=(), entry: str = "", **fields) -> int:
+        """A card that enters the prompt when a key appears in the recent story
+        or your input (constant=True: always); its id."""
+        from .bundle.facade import add_story_card
+
+        return add_story_card(self, title=title, keys=keys, entry=entry, **fields)
+
+    def edit_story_card(self, card_id: int, **changes):
+        from .bundle.facade import edit_story_card
+
+        return edit_story_card(self, card_id, **changes)
+
+    def delete_story_card(self, card_id: int) -> None:
+        from .bundle.facade import delete_story_card
+
+        delete_story_card(self, card_id)
+
     # ------------------------------------------------------------ knowledge
     @property
     def knowledge(self):

@@ -216,6 +216,15 @@ class Workbench:
 
         return import_sillytavern(self, path_or_dict, **options)
 
+    def import_file(self, path_or_data, **options):
+        """Any supported file from another tool (character card JSON/PNG/.charx,
+        SillyTavern World Info, NovelAI lorebook, KoboldAI save, AI Dungeon
+        scenario, adventure or cards, or a bundle), recognised by its own
+        markers; the report's `format` says which was chosen."""
+        from .bundle.facade import import_file
+
+        return import_file(self, path_or_data, **options)
+
     def backup(self):
         """A verified copy of the whole database beside it, in backups/."""
         from .bundle.facade import backup

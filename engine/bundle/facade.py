@@ -41,10 +41,10 @@ if TYPE_CHECKING:
     from ..campaign import Campaign
     from ..workbench import Workbench
 
-__all__ = ["backup", "backups", "export_campaign", "import_ai_dungeon", "import_campaign", "import_sillytavern",
-           "story_cards"]
+__all__ = ["add_story_card", "backup", "backups", "delete_story_card", "edit_story_card", "export_campaign",
+           "import_ai_dungeon", "import_campaign", "import_file", "import_sillytavern", "story_cards"]
 
-CARD_COLUMNS = ["id", "title", "keys", "entry", "card_type", "notes", "created_at"]
+CARD_COLUMNS = ["id", "title", "keys", "entry", "card_type", "notes", "constant", "enabled", "origin", "created_at"]
 
 
 # ------------------------------------------------------------------ export
@@ -120,25 +120,32 @@ def import_campaign(workbench: Workbench, path_or_dict: Any) -> ImportReport:
 
 
 def import_ai_dungeon(workbench: Workbench, path_or_dict: Any, *, answers: dict[str, str] | None = None,
-                      campaign_id: int | None = None) -> ImportReport:
-    """An AI Dungeon scenario as a new campaign; a bare story-card list as
-    cards, added to `campaign_id` or to a new campaign named after the file."""
+                      campaign_id: int | None = None, as_knowledge: bool = False,
+                      classification: str = "reference") -> ImportReport:
+    """An AI Dungeon scenario or adventure as a new campaign; a bare story-card
+    list as cards (or, as_knowledge, one knowledge source), added to
+    `campaign_id` or to a new campaign named after the file."""
     data = load(path_or_dict)
-    if isinstance(data, list) and campaign_id is not None:
-        return _import_into(workbench, read_ai_dungeon_cards(data), campaign_id)
+    title = _stem(path_or_dict) or "AI Dungeon story cards"
     if isinstance(data, list):
-        read_ai_dungeon_cards(data)  # the same refusals as adding them to a campaign
-        data = {"title": _stem(path_or_dict) or "AI Dungeon story cards", "storyCards": data}
-    return _import_new(workbench, read_ai_dungeon(data, answers, _stem(path_or_dict)))
+        plan = read_ai_dungeon_cards(data, as_knowledge=as_knowledge, classification=classification, title=title)
+        if campaign_id is not None:
+            return _import_into(workbench, plan, campaign_id)
+        data = {"title": title, "storyCards": data}
+    return _import_new(workbench, read_ai_dungeon(data, answers, _stem(path_or_dict), as_knowledge=as_knowledge,
+                                                  classification=classification))
 
 
 def import_sillytavern(workbench: Workbench, path_or_dict: Any, *, as_knowledge: bool = False,
-                       campaign_id: int | None = None, classification: str = "reference") -> ImportReport:
+                       campaign_id: int | None = None, classification: str = "reference",
+                       protagonist: str | None = None) -> ImportReport:
     """SillyTavern World Info as story cards, or (as_knowledge) as one
-    knowledge source; into `campaign_id`, or a new campaign named after it."""
+    knowledge source; into `campaign_id`, or a new campaign named after it.
+    `protagonist` is the name {{user}} stands for."""
     data = load(path_or_dict)
     plan = read_sillytavern(data, as_knowledge=as_knowledge, attach=campaign_id is not None,
-                            fallback_title=_stem(path_or_dict), classification=classification)
+                            fallback_title=_stem(path_or_dict), classification=classification,
+                            protagonist=protagonist)
     if campaign_id is not None:
         return _import_into(workbench, plan, campaign_id)
     return _import_new(workbench, plan)
@@ -204,8 +211,38 @@ def story_cards(campaign: Campaign) -> pd.DataFrame:
         rows = session.scalars(select(StoryCardRow).where(StoryCardRow.campaign_id == campaign.id)
                                .order_by(StoryCardRow.id)).all()
         data = [{"id": r.id, "title": r.title, "keys": list(r.keys or []), "entry": r.entry,
-                 "card_type": r.card_type, "notes": r.notes, "created_at": r.created_at} for r in rows]
+                 "card_type": r.card_type, "notes": r.notes, "constant": bool(r.constant), "enabled": bool(r.enabled),
+                 "origin": r.origin, "created_at": r.created_at} for r in rows]
     return pd.DataFrame(data, columns=CARD_COLUMNS)
+
+
+def import_file(workbench: Workbench, source: Any, **options: Any) -> ImportReport:
+    """Any supported file, its format recognised by its own markers (see `interop`)."""
+    from .interop import import_file as run
+
+    return run(workbench, source, **options)
+
+
+def add_story_card(campaign: Campaign, **fields: Any) -> int:
+    """A new card in the campaign (see `engine.cards.add_card`); its id."""
+    from ..cards import add_card
+
+    with campaign.workbench.db.writing() as session:
+        return add_card(session, campaign.id, **fields)
+
+
+def edit_story_card(campaign: Campaign, card_id: int, **changes: Any):
+    from ..cards import edit_card
+
+    with campaign.workbench.db.writing() as session:
+        return edit_card(session, campaign.id, card_id, **changes)
+
+
+def delete_story_card(campaign: Campaign, card_id: int) -> None:
+    from ..cards import delete_card
+
+    with campaign.workbench.db.writing() as session:
+        delete_card(session, campaign.id, card_id)
 
 
 # ------------------------------------------------------------------ backups

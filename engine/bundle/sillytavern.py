@@ -1,15 +1,17 @@
 """SillyTavern World Info (lorebooks), as story cards or as one knowledge source.
 
-Both the World Info file (`entries` keyed by number, `key`/`keysecondary`/
-`comment`/`content`/`disable`) and a character card's embedded book
-(`entries` as a list, `keys`/`secondary_keys`/`name`/`enabled`) are read.
+Read in every shape seen in the wild: the World Info file (`entries` keyed by
+number; `key`/`keysecondary`/`comment`/`content`/`disable`/`constant`), a
+character card's embedded book (`entries` as a list; `keys`/`secondary_keys`/
+`name`/`enabled`), the `{"character_book": ...}` wrapper and the
+`lorebook_v3` export. A file of any other format is refused by name.
 
-As cards, every entry is kept (a disabled one says so in its notes). As
-knowledge, the enabled entries become one Markdown source with a section per
-entry, so the library retrieves them by what the scene is about instead of
-by keyword. SillyTavern's activation settings (constant, selective logic,
-order, position, depth, probability, groups...) decide nothing here and are
-listed as not carried.
+As cards, every entry is kept and fires as it did in SillyTavern: by its keys,
+case-insensitive and whole-word, or always when `constant`; a disabled entry
+is kept switched off. As knowledge, the enabled entries become one Markdown
+source with a section per entry, retrieved by what the scene is about. Every
+other field (order, position, depth, probability, groups...) is listed in
+the report with a count.
 """
 from __future__ import annotations
 
@@ -17,18 +19,52 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..knowledge.intake import safe_filename
+from .detect import SILLYTAVERN, detect
 from .errors import BundleRefused
+from .ledger import Macros, account
 from .library import card_keys, read_cards, read_knowledge
 from .native import read_v1
 from .plan import Notes, Plan
 
-__all__ = ["FORMAT_NAME", "Entry", "entries_of", "markdown", "read_sillytavern"]
+__all__ = ["FORMAT_NAME", "Entry", "entries_of", "markdown", "read_sillytavern", "refuse_unless"]
 
 FORMAT_NAME = "SillyTavern World Info"
-_ACTIVATION = ("constant", "selective", "selectiveLogic", "order", "insertion_order", "position", "depth",
-               "probability", "useProbability", "group", "groupOverride", "groupWeight", "scanDepth",
-               "caseSensitive", "matchWholeWords", "excludeRecursion", "preventRecursion", "delayUntilRecursion",
-               "vectorized", "sticky", "cooldown", "delay", "role", "automationId")
+# Fields a card here carries, in either dialect.
+_CARRIED = {"key", "keys", "keysecondary", "secondary_keys", "comment", "name", "content", "disable", "enabled",
+            "constant", "uid", "id", "displayIndex"}
+_MEANINGS = {
+    "selective": "secondary keys as an AND condition (the secondary keys are kept in the card's notes)",
+    "selectiveLogic": "how secondary keys combine (AND ANY / NOT ALL / ...)",
+    "order": "insertion order among fired entries (here cards rank with the knowledge library)",
+    "insertion_order": "insertion order among fired entries (here cards rank with the knowledge library)",
+    "position": "where in the prompt the entry was inserted", "depth": "insertion depth in the chat",
+    "probability": "activation probability (here a card fires every time its key appears)",
+    "useProbability": "whether the probability applied", "group": "inclusion group",
+    "groupOverride": "inclusion group priority", "groupWeight": "inclusion group weight",
+    "useGroupScoring": "inclusion group scoring", "scanDepth": "per-entry scan depth",
+    "caseSensitive": "case-sensitive keys (here keys are case-insensitive)",
+    "matchWholeWords": "whole-word matching (here keys always match whole words)",
+    "excludeRecursion": "recursion control", "preventRecursion": "recursion control",
+    "delayUntilRecursion": "recursion control", "vectorized": "vector activation", "sticky": "sticky turns",
+    "cooldown": "cooldown turns", "delay": "activation delay", "role": "the message role it was sent as",
+    "automationId": "a Quick Reply automation", "addMemo": "the editor's memo toggle",
+    "extensions": "tool-specific extension data", "priority": "priority among fired entries",
+    "case_sensitive": "case-sensitive keys (here keys are case-insensitive)",
+    "selective_logic": "how secondary keys combine", "use_regex": "keys as regular expressions",
+    "characterFilter": "which characters the entry applies to", "probability_percent": "activation probability",
+    "outletName": "a named outlet", "triggers": "generation types that trigger it",
+    "ignoreBudget": "ignoring the World Info budget", "matchPersonaDescription": "extra scan sources",
+    "matchCharacterDescription": "extra scan sources", "matchCharacterPersonality": "extra scan sources",
+    "matchCharacterDepthPrompt": "extra scan sources", "matchScenario": "extra scan sources",
+    "matchCreatorNotes": "extra scan sources",
+}
+_BOOK_CARRIED = {"entries", "name"}
+_BOOK_MEANINGS = {
+    "description": "the book's description", "scan_depth": "the book's scan depth",
+    "token_budget": "the book's token budget (here cards share the knowledge budget)",
+    "recursive_scanning": "recursive scanning", "extensions": "tool-specific extension data",
+    "originalData": "SillyTavern's copy of the file it was converted from",
+}
 
 
 @dataclass(frozen=True)
@@ -38,16 +74,32 @@ class Entry:
     secondary: list[str]
     content: str
     enabled: bool
+    constant: bool = False
 
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def entries_of(data: Any, notes: Notes) -> tuple[str, list[Entry]]:
-    """(the book's name, its entries in SillyTavern's display order)."""
+def refuse_unless(data: Any, wanted: str, importer: str) -> None:
+    """Refuse a file that is not `wanted`, naming what it looks like."""
+    found = detect(data)
+    if found.format != wanted:
+        also = (" Use wb.import_file(path), which recognises it." if found.supported else "")
+        raise BundleRefused(f"This is not {importer}: it looks like {found.label}.{also} Nothing was imported.")
+
+
+def _book(data: Any) -> Any:
+    if isinstance(data, dict) and data.get("spec") == "lorebook_v3" and isinstance(data.get("data"), dict):
+        return data["data"]
     if isinstance(data, dict) and isinstance(data.get("character_book"), dict):
-        data = data["character_book"]
+        return data["character_book"]
+    return data
+
+
+def entries_of(data: Any, notes: Notes, macros: Macros | None = None) -> tuple[str, list[Entry]]:
+    """(the book's name, its entries in SillyTavern's display order)."""
+    data = _book(data)
     raw = data.get("entries") if isinstance(data, dict) else None
     if isinstance(raw, dict):
         rows = sorted(raw.values(), key=_position) if all(isinstance(r, dict) for r in raw.values()) else None
@@ -57,17 +109,15 @@ def entries_of(data: Any, notes: Notes) -> tuple[str, list[Entry]]:
         rows = None
     if rows is None:
         raise BundleRefused("This is not SillyTavern World Info: it has no `entries`. Nothing was imported.")
+    macros = macros or Macros()
     out = []
     for row in rows:
         if not isinstance(row, dict):
             notes.drop("a World Info entry that was not an object was dropped")
             continue
-        for key in _ACTIVATION:
-            if key in row:
-                notes.lose("activation settings (constant, order, position, depth, probability, groups and the "
-                           "like): relevance is decided by the scene here, not by keywords")
-                break
-        out.append(_entry(row))
+        out.append(_entry(row, macros))
+    account(notes, rows, _CARRIED, _MEANINGS, "World Info entries")
+    account(notes, [{k: v for k, v in data.items()}], _BOOK_CARRIED, _BOOK_MEANINGS, "book")
     return _text(data.get("name")).strip(), out
 
 
@@ -78,12 +128,12 @@ def _position(row: dict) -> tuple:
     return (0,)
 
 
-def _entry(row: dict) -> Entry:
+def _entry(row: dict, macros: Macros) -> Entry:
     keys = card_keys(row.get("key", row.get("keys")))
     enabled = not row.get("disable", False) and row.get("enabled", True) is not False
     title = _text(row.get("comment")).strip() or _text(row.get("name")).strip() or (keys[0] if keys else "")
     return Entry(title=title, keys=keys, secondary=card_keys(row.get("keysecondary", row.get("secondary_keys"))),
-                 content=_text(row.get("content")), enabled=enabled)
+                 content=macros(_text(row.get("content"))), enabled=enabled, constant=row.get("constant") is True)
 
 
 def markdown(name: str, entries: list[Entry]) -> str:
@@ -98,20 +148,17 @@ def markdown(name: str, entries: list[Entry]) -> str:
 
 
 def read_sillytavern(data: Any, *, as_knowledge: bool = False, attach: bool = False, fallback_title: str = "",
-                     classification: str = "reference") -> Plan:
-    """A new campaign holding the book (or, with `attach`, only what to add); pure."""
-    notes = Notes()
-    name, entries = entries_of(data, notes)
+                     classification: str = "reference", protagonist: str | None = None,
+                     character: str | None = None, checked: bool = False) -> Plan:
+    """A new campaign holding the book (or, with `attach`, only what to add); pure.
+    `protagonist` and `character` are the names {{user}} and {{char}} stand for."""
+    if not checked:
+        refuse_unless(data, SILLYTAVERN, "SillyTavern World Info")
+    notes, macros = Notes(), Macros(user=protagonist, char=character)
+    name, entries = entries_of(data, notes, macros)
     name = name or fallback_title or "World Info"
-    if as_knowledge:
-        knowledge = _as_source(name, entries, classification, notes)
-        cards = []
-    else:
-        knowledge = []
-        cards = read_cards([_as_card(e) for e in entries], notes)
-        if cards:
-            notes.warnings.append("Story cards are kept with the campaign for reference; the narrator does not "
-                                  "read them. Import with as_knowledge=True to have the entries retrieved.")
+    macros.report(notes)
+    knowledge, cards = book_parts(name, entries, as_knowledge, classification, notes, origin=f"{FORMAT_NAME}: {name}")
     if attach:
         return Plan(format=FORMAT_NAME, campaign=None, knowledge=knowledge, cards=cards, notes=notes)
     plan = read_v1({"campaign": {"title": name}, "branches": [{"id": 1, "parent": None}], "nodes": []},
@@ -121,13 +168,25 @@ def read_sillytavern(data: Any, *, as_knowledge: bool = False, attach: bool = Fa
     return plan
 
 
+def book_parts(name: str, entries: list[Entry], as_knowledge: bool, classification: str, notes: Notes,
+               origin: str) -> tuple[list, list]:
+    """(knowledge, cards) for a book's entries: one Markdown source, or a card each."""
+    if as_knowledge:
+        return _as_source(name, entries, classification, notes), []
+    cards = read_cards([_as_card(e) for e in entries], notes)
+    for card in cards:
+        card.origin = origin[:200]
+    return [], cards
+
+
 def _as_card(e: Entry) -> dict:
     notes = []
     if e.secondary:
         notes.append("Secondary keys: " + ", ".join(e.secondary))
     if not e.enabled:
-        notes.append("Disabled in SillyTavern.")
-    return {"title": e.title, "keys": e.keys, "entry": e.content, "card_type": "world info", "notes": "\n".join(notes)}
+        notes.append("Disabled in the tool it came from.")
+    return {"title": e.title, "keys": e.keys, "entry": e.content, "card_type": "world info", "notes": "\n".join(notes),
+            "constant": e.constant, "enabled": e.enabled}
 
 
 def _as_source(name: str, entries: list[Entry], classification: str, notes: Notes) -> list:
@@ -137,13 +196,16 @@ def _as_source(name: str, entries: list[Entry], classification: str, notes: Note
             kept.append(e)
         else:
             notes.drop(f"World Info entry “{e.title or '(untitled)'}” was left out of the knowledge source "
-                       + ("(disabled in SillyTavern)" if not e.enabled else "(it has no text)"))
+                       + ("(disabled in its tool)" if not e.enabled else "(it has no text)"))
     if not kept:
-        raise BundleRefused("The World Info has no enabled entries with text to make a knowledge source from. "
+        raise BundleRefused("The book has no enabled entries with text to make a knowledge source from. "
                             "Nothing was imported.")
+    if any(e.constant for e in kept):
+        notes.warnings.append("Entries marked constant are sections of the knowledge source like the others; "
+                              "import as cards to keep them always in the prompt.")
     filename = safe_filename(f"{name}.md")
     if not filename.lower().endswith(".md"):
         filename += ".md"
     return read_knowledge([{"title": name, "original_filename": filename, "classification": classification,
                             "content": markdown(name, kept), "media_type": "text/markdown",
-                            "notes": f"From SillyTavern World Info: {len(kept)} entries."}], notes)
+                            "notes": f"From {len(kept)} lorebook entries."}], notes)

@@ -107,8 +107,11 @@ def test_world_info_becomes_story_cards(fresh):
     cards = facade.story_cards(camp)
     assert cards["title"].tolist() == ["Mara", "The abbey crypt", "Old draft"]  # SillyTavern's order (uid)
     assert cards["keys"][1] == ["abbey", "crypt"] and "Secondary keys: north" in cards["notes"][1]
-    assert "Disabled in SillyTavern." in cards["notes"][2]
-    assert any("activation settings" in line for line in report.not_carried)
+    assert "Disabled in the tool it came from." in cards["notes"][2]
+    assert cards["constant"].tolist() == [True, False, False] and cards["enabled"].tolist() == [True, True, False]
+    carried = " ".join(report.not_carried)
+    assert "`order` on 2 of 3 World Info entries" in carried and "`position` on 2 of 3" in carried
+    assert "`selective` on 1 of 3" in carried and "`constant`" not in carried
 
 
 def test_world_info_as_knowledge_is_one_markdown_source_that_retrieval_finds(fresh):
@@ -144,6 +147,7 @@ def test_a_character_book_is_read_too(fresh):
     report = facade.import_sillytavern(fresh, CHARACTER_BOOK)
     cards = facade.story_cards(fresh.campaign(report.campaign_id))
     assert cards["title"].tolist() == ["Lantern", "Cellar"] and "Disabled" in cards["notes"][1]
+    assert "`insertion_order` on 1 of 2 World Info entries" in " ".join(report.not_carried)
 
 
 @pytest.mark.parametrize("data", [{"entries": "nope"}, {"name": "x"}, [1, 2],

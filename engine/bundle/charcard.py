@@ -1,0 +1,222 @@
+"""Character cards (v1, chara_card_v2, chara_card_v3) as campaigns.
+
+A card arrives as JSON, as a PNG image with the card base64-encoded in a
+`chara` (v2) or `ccv3` (v3) tEXt/iTXt chunk (read with Pillow; `ccv3` wins
+when both are present, as the v3 spec asks), or as a `.charx` archive (a zip
+holding `card.json`). Its embedded `character_book` becomes story cards or
+one knowledge source, exactly as SillyTavern World Info does.
+
+The character itself becomes what the reader chooses (`character_as`):
+
+- "cast" (default): a story card for the character (keyed by name and
+  nickname) and an entity in the narrative state; the player is someone else.
+- "protagonist": the player plays the character; its name becomes the
+  protagonist and its description and personality the premise.
+- "premise": the description, personality and scenario become the premise.
+
+In every choice the greeting (`first_mes`) is the opening, the scenario joins
+the premise, `system_prompt` becomes the AI instructions and
+`post_history_instructions` the author's note. `{{char}}` becomes the
+character's name and `{{user}}` the protagonist's (when given); anything not
+carried is listed with a count.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import json
+import zipfile
+from typing import Any
+
+from . import limits
+from .detect import CHARACTER_CARD, detect, detect_bytes
+from .errors import BundleRefused
+from .ledger import Macros, account
+from .native import read_v1
+from .plan import Notes, Plan
+from .sillytavern import book_parts, entries_of
+
+__all__ = ["CHARACTER_AS", "FORMAT_NAME", "card_from_bytes", "read_character_card"]
+
+FORMAT_NAME = "character card"
+CHARACTER_AS = ("cast", "protagonist", "premise")
+_CHUNKS = ("ccv3", "chara")  # v3 first: a card that has both is read as v3
+_CARRIED = {"name", "description", "personality", "scenario", "first_mes", "system_prompt",
+            "post_history_instructions", "character_book", "nickname"}
+_MEANINGS = {
+    "mes_example": "example dialogue (this narrator is not a chat partner)",
+    "alternate_greetings": "alternative openings (import again and edit the opening to use one)",
+    "group_only_greetings": "greetings for group chats", "creator_notes": "the creator's notes to readers",
+    "creator_notes_multilingual": "the creator's notes in other languages", "tags": "tags",
+    "creator": "the creator's name", "character_version": "the card's version",
+    "extensions": "tool-specific extension data (talkativeness, depth prompt, regex scripts...)",
+    "assets": "images and other assets", "source": "where the card was published",
+    "creation_date": "the creation date", "modification_date": "the modification date",
+}
+# Root fields SillyTavern and TavernAI write beside `data` (mirrors of it, or
+# the app's own bookkeeping).
+_ROOT_CARRIED = {"spec", "spec_version", "data", "name", "description", "personality", "scenario", "first_mes",
+                 "mes_example", "character_book"}
+_ROOT_MEANINGS = {"avatar": "the avatar file name", "chat": "the name of the last chat",
+                  "create_date": "the creation date", "talkativeness": "group-chat talkativeness",
+                  "fav": "the favourite flag", "creatorcomment": "the creator's notes", "tags": "tags",
+                  "creator_notes": "the creator's notes"}
+
+
+# ------------------------------------------------------------------ carriers
+def card_from_bytes(raw: bytes) -> dict:
+    """The card JSON inside a PNG or a .charx archive."""
+    found = detect_bytes(raw)
+    if found is None:
+        raise BundleRefused("This is not a PNG image or a .charx archive. Nothing was imported.")
+    return _from_png(raw) if found.version == "png" else _from_charx(raw)
+
+
+def _from_png(raw: bytes) -> dict:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(raw)) as image:
+            image.load()
+            chunks = dict(getattr(image, "text", {}) or {})
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        raise BundleRefused(f"The PNG image could not be read ({exc}). Nothing was imported.") from None
+    for name in _CHUNKS:
+        if name in chunks:
+            return _decode_chunk(chunks[name], name)
+    if "naidata" in chunks:
+        raise BundleRefused("This PNG holds a NovelAI lorebook (a `naidata` chunk), not a character card; export "
+                            "the lorebook as a .lorebook file from NovelAI and import that. Nothing was imported.")
+    listed = ", ".join(sorted(chunks)) or "none"
+    raise BundleRefused(f"This PNG image carries no character card: it has no `chara` or `ccv3` text chunk "
+                        f"(text chunks found: {listed}). Nothing was imported.")
+
+
+def _decode_chunk(value: str, name: str) -> dict:
+    try:
+        decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        decoded = value  # a few writers put the JSON in the chunk as it is
+    try:
+        card = json.loads(decoded)
+    except json.JSONDecodeError as exc:
+        raise BundleRefused(f"The PNG's `{name}` chunk is not a character card ({exc.msg}). Nothing was "
+                            "imported.") from None
+    if not isinstance(card, dict):
+        raise BundleRefused(f"The PNG's `{name}` chunk holds a {type(card).__name__}, not a character card. "
+                            "Nothing was imported.")
+    return card
+
+
+def _from_charx(raw: bytes) -> dict:
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            info = archive.getinfo("card.json")
+            if info.file_size > limits.MAX_BUNDLE_BYTES:
+                raise BundleRefused("The archive's card.json is larger than an import may read. Nothing was "
+                                    "imported.")
+            text = archive.read(info).decode("utf-8-sig")
+    except KeyError:
+        raise BundleRefused("This zip archive has no card.json, so it is not a .charx character card. Nothing was "
+                            "imported.") from None
+    except (zipfile.BadZipFile, UnicodeDecodeError, OSError) as exc:
+        raise BundleRefused(f"The .charx archive could not be read ({exc}). Nothing was imported.") from None
+    try:
+        card = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BundleRefused(f"The archive's card.json is not valid JSON ({exc.msg}). Nothing was imported.") from None
+    if not isinstance(card, dict):
+        raise BundleRefused("The archive's card.json is not a character card object. Nothing was imported.")
+    return card
+
+
+# ------------------------------------------------------------------ the card
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _fields(card: dict) -> tuple[dict, str]:
+    """(the card's fields, its spec) for v1 (fields at the root) and v2/v3 (in `data`)."""
+    spec = card.get("spec")
+    if spec in ("chara_card_v2", "chara_card_v3"):
+        if not isinstance(card.get("data"), dict):
+            raise BundleRefused(f"This {spec} card has no `data` object. Nothing was imported.")
+        return card["data"], spec
+    return card, "v1"
+
+
+def read_character_card(card: Any, *, character_as: str = "cast", protagonist: str | None = None,
+                        as_knowledge: bool = False, classification: str = "reference",
+                        fallback_title: str = "") -> Plan:
+    """A card as a new campaign; pure."""
+    if character_as not in CHARACTER_AS:
+        raise BundleRefused(f"character_as must be one of {', '.join(CHARACTER_AS)}, not {character_as!r}. "
+                            "Nothing was imported.")
+    found = detect(card)
+    if found.format != CHARACTER_CARD:
+        raise BundleRefused(f"This is not a character card: it looks like {found.label}. Nothing was imported.")
+    data, spec = _fields(card)
+    name = _text(data.get("name")).strip() or fallback_title or "Character"
+    if character_as == "protagonist":
+        protagonist = name
+    notes, macros = Notes(), Macros(user=protagonist, char=name)
+    text = {k: macros(_text(data.get(k))) for k in ("description", "personality", "scenario", "first_mes",
+                                                    "system_prompt", "post_history_instructions")}
+    # Joined, never trimmed: each field arrives exactly as written.
+    portrait = "\n\n".join(t for t in (text["description"], text["personality"]) if t.strip())
+    premise_parts = [text["scenario"]]
+    if character_as in ("protagonist", "premise"):
+        premise_parts.insert(0, portrait)
+    campaign = {"title": name, "premise": "\n\n".join(p for p in premise_parts if p.strip()),
+                "protagonist": protagonist or "", "ai_instructions": text["system_prompt"],
+                "authors_note": text["post_history_instructions"]}
+    cast = _cast_card(data, name, portrait) if character_as == "cast" and portrait else None
+    state = _cast_state(name, portrait) if cast else {}
+    if state:
+        campaign["state"] = state
+    opening = text["first_mes"]
+    nodes = [{"id": 1, "branch": 1, "depth": 0, "kind": "start", "text": opening, "live": True,
+              "state_after": state}] if opening.strip() else []
+    plan = read_v1({"campaign": campaign, "branches": [{"id": 1, "parent": None}], "nodes": nodes},
+                   format_name=f"{FORMAT_NAME} ({spec})")
+    knowledge, cards = [], []
+    book = data.get("character_book") if isinstance(data.get("character_book"), dict) else None
+    if book is None and isinstance(card.get("character_book"), dict):
+        book = card["character_book"]
+    if book is not None and book.get("entries"):
+        _, entries = entries_of(book, notes, macros)
+        knowledge, cards = book_parts(_text(book.get("name")).strip() or f"{name}'s lorebook", entries, as_knowledge,
+                                      classification, notes, origin=f"{FORMAT_NAME}: {name}")
+    if cast is not None:
+        from .library import read_cards
+
+        cast_cards = read_cards([cast], notes)
+        for c in cast_cards:
+            c.origin = f"{FORMAT_NAME}: {name}"[:200]
+        cards = cast_cards + cards
+    account(notes, [data], _CARRIED, _MEANINGS, "card")
+    if spec != "v1":
+        account(notes, [card], _ROOT_CARRIED, _ROOT_MEANINGS, "file (outside the card's data)")
+    macros.report(notes)
+    plan.knowledge, plan.cards = knowledge, cards
+    plan.notes.merge(notes)
+    return plan
+
+
+def _cast_card(data: dict, name: str, portrait: str) -> dict:
+    keys = [name] + [n for n in [_text(data.get("nickname")).strip()] if n and n != name]
+    return {"title": name, "keys": keys, "entry": portrait, "card_type": "character",
+            "notes": "The character from the imported card."}
+
+
+def _cast_state(name: str, portrait: str) -> dict:
+    from ..narrative import model
+
+    key = "".join(ch if ch.isalnum() else "-" for ch in name.lower()).strip("-")[:64] or "character"
+    if not model.is_key(key):
+        key = "character"
+    state = model.empty()
+    state["entities"][key] = {"type": "character", "name": name, "status": model.DEFAULT_STATUS,
+                              "description": portrait}
+    return state

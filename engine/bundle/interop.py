@@ -1,0 +1,138 @@
+"""One entry point for other tools' files: recognise the format, then import.
+
+    report = wb.import_file("Seraphina.png", protagonist="Aldric")
+    report.format        # "character card (chara_card_v2)": which format it chose
+    report.not_carried   # every field it had no place for, with a count
+
+`import_file` reads the file once (PNG and .charx by their magic numbers,
+everything else as JSON), asks `detect` which tool wrote it, and hands it to
+that tool's reader. A file no reader takes is refused with what it looks
+like ("a RisuAI lorebook, which is not supported"), and writes nothing.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import limits
+from .aidungeon import read_ai_dungeon, read_ai_dungeon_cards
+from .charcard import card_from_bytes, read_character_card
+from .detect import (AID_CARDS, AID_SCENARIO, CHARACTER_CARD, KOBOLDAI, NOVELAI, SILLYTAVERN, WORKBENCH, detect,
+                     detect_bytes)
+from .errors import BundleRefused
+from .koboldai import read_koboldai
+from .loading import load
+from .novelai import read_novelai
+from .plan import Plan
+from .reports import ImportReport
+from .sillytavern import read_sillytavern
+
+if TYPE_CHECKING:
+    from ..workbench import Workbench
+
+__all__ = ["import_character_card", "import_file", "read_any"]
+
+
+def read_any(source: Any) -> Any:
+    """Parsed JSON, or the card inside a PNG / .charx; size-capped before reading."""
+    if isinstance(source, (dict, list)):
+        return source
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if not path.is_file():
+            raise BundleRefused(f"There is no file at {path}.")
+        if path.stat().st_size > limits.MAX_BUNDLE_BYTES:
+            return load(path)  # refuses it, with the size, before reading
+        raw = path.read_bytes()
+    elif isinstance(source, (bytes, bytearray)):
+        raw = bytes(source)
+    else:
+        return load(source)  # refuses it, naming what was given
+    if detect_bytes(raw) is not None:
+        return card_from_bytes(raw)
+    return load(raw)
+
+
+def _stem(source: Any) -> str:
+    return Path(source).stem if isinstance(source, (str, Path)) else ""
+
+
+def _attach(plan: Plan) -> Plan:
+    """Only what can be added to an existing campaign: cards and knowledge."""
+    out = Plan(format=plan.format, campaign=None, knowledge=plan.knowledge, cards=plan.cards, notes=plan.notes)
+    if plan.nodes or (plan.campaign or {}).get("premise"):
+        out.notes.lose("the file's story, opening and campaign fields: adding to an existing campaign keeps its own "
+                       "(import without campaign_id to get them as a new campaign)")
+    return out
+
+
+def import_file(workbench: Workbench, source: Any, *, campaign_id: int | None = None, as_knowledge: bool = False,
+                classification: str = "reference", answers: dict[str, str] | None = None,
+                character_as: str = "cast", protagonist: str | None = None) -> ImportReport:
+    """Any supported file, recognised by its own markers. With `campaign_id`
+    its cards (or knowledge) are added to that campaign; otherwise it becomes
+    a new campaign. The report's `format` says which format was chosen."""
+    from . import facade
+
+    data = read_any(source)
+    found = detect(data)
+    if not found.supported:
+        raise BundleRefused(f"This file was not imported: it looks like {found.label}. Nothing was imported.")
+    if found.format == WORKBENCH:
+        if campaign_id is not None:
+            raise BundleRefused("A campaign bundle always becomes a new campaign; import it without campaign_id. "
+                                "Nothing was imported.")
+        return facade.import_campaign(workbench, data)
+    if campaign_id is not None and protagonist is None:
+        protagonist = _protagonist(workbench, campaign_id)
+    plan = _plan(found.format, data, _stem(source), as_knowledge=as_knowledge, classification=classification,
+                 answers=answers, character_as=character_as, protagonist=protagonist,
+                 attach=campaign_id is not None)
+    if campaign_id is not None:
+        return facade._import_into(workbench, plan if plan.campaign is None else _attach(plan), campaign_id)
+    return facade._import_new(workbench, plan)
+
+
+def _plan(fmt: str, data: Any, stem: str, *, as_knowledge: bool, classification: str, answers, character_as: str,
+          protagonist: str | None, attach: bool) -> Plan:
+    if fmt == CHARACTER_CARD:
+        return read_character_card(data, character_as=character_as, protagonist=protagonist,
+                                   as_knowledge=as_knowledge, classification=classification, fallback_title=stem)
+    if fmt == SILLYTAVERN:
+        return read_sillytavern(data, as_knowledge=as_knowledge, attach=attach, fallback_title=stem,
+                                classification=classification, protagonist=protagonist, checked=True)
+    if fmt == NOVELAI:
+        return read_novelai(data, as_knowledge=as_knowledge, attach=attach, fallback_title=stem,
+                            classification=classification)
+    if fmt == KOBOLDAI:
+        return read_koboldai(data, fallback_title=stem)
+    if fmt == AID_CARDS:
+        plan = read_ai_dungeon_cards(data, as_knowledge=as_knowledge, classification=classification,
+                                     title=stem or "AI Dungeon story cards")
+        if attach:
+            return plan
+        return read_ai_dungeon({"title": stem or "AI Dungeon story cards", "storyCards": data}, answers, stem,
+                               as_knowledge=as_knowledge, classification=classification)
+    if fmt == AID_SCENARIO:
+        return read_ai_dungeon(data, answers, stem, as_knowledge=as_knowledge, classification=classification)
+    raise BundleRefused(f"No reader for {fmt}. Nothing was imported.")  # detect and this table disagree
+
+
+def import_character_card(workbench: Workbench, source: Any, **options: Any) -> ImportReport:
+    """A character card (JSON, PNG or .charx), refused if the file is anything else."""
+    data = read_any(source)
+    found = detect(data)
+    if found.format != CHARACTER_CARD:
+        raise BundleRefused(f"This is not a character card: it looks like {found.label}. Nothing was imported.")
+    return import_file(workbench, data if not isinstance(source, (str, Path)) else source, **options)
+
+
+def _protagonist(workbench: Workbench, campaign_id: int) -> str | None:
+    from ..errors import NotFound
+    from ..store import CampaignRow
+
+    with workbench.db.reading() as session:
+        row = session.get(CampaignRow, campaign_id)
+        if row is None:
+            raise NotFound(f"There is no campaign {campaign_id}. Nothing was imported.")
+        return row.protagonist or None
