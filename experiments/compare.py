@@ -1,0 +1,173 @@
+"""Compare: one recorded campaign, replayed across a grid of narrators and
+settings, summarised per cell and plotted.
+
+The question it was built for is block trim's: how many prompt tokens does the
+server really process per turn, against the tokens that are new that turn
+(the last reply, the reader's input and the volatile tail after the history)?
+A perfect prefix cache processes only those; sliding the history by one node
+re-processes all of it. The figures come from the server (or the embedded
+model) through each turn's usage, not from our own estimate.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from engine import Workbench
+from engine.providers import Text, Usage
+
+__all__ = ["GOAL", "MOVES", "PASSAGES", "Passages", "answer", "plot", "scripted", "summarise"]
+
+# The issue's goal: processed prompt tokens per turn within 2x the new content's.
+GOAL = 2.0
+
+# The shipped campaign's narration: four passages of a narrator turn's length
+# (~150 tokens each), cycled, so a 2,048 budget saturates after about ten turns.
+PASSAGES = (
+    "The lantern throws a short circle of light across the wet planks of the jetty. Below, the water slaps at the "
+    "pilings with a slow, patient rhythm, and the rope that ties the skiff creaks each time the swell lifts it. "
+    "Across the harbour the customs house is dark except for a single window on the upper floor, where a figure "
+    "moves back and forth as if pacing. The smell of brine and pitch is thick in the cold air, and somewhere "
+    "behind the net sheds a dog barks twice and then falls silent.",
+    "Inside the shed the air is close and smells of old tar. Coils of rope hang from iron hooks along one wall; "
+    "against the other stand barrels stencilled with a merchant's crest you half recognise, a heron over three "
+    "waves. One barrel has been prised open and its straw packing spills onto the floor. Among the straw lies a "
+    "ledger wrapped in oilcloth, its pages swollen with damp, the last entry written in a hurried hand that "
+    "breaks off in the middle of a word.",
+    "Footsteps sound on the boardwalk outside, measured and unhurried. Through a gap in the planks you see the "
+    "glow of a second lantern, held low, sweeping from side to side as its bearer checks each doorway in turn. "
+    "A voice calls a name you do not catch, and another answers from further along the quay. The light pauses "
+    "at the shed door. For a long moment nothing moves; then the latch lifts a finger's breadth and settles "
+    "back, and the steps move on toward the customs house.",
+    "The fog thickens until the far side of the harbour is only a suggestion of shapes. A bell on the channel "
+    "buoy tolls with the swell, slow and uneven. Down by the slipway an upturned boat has been dragged above the "
+    "tide line, and beneath it something pale catches the light: a folded sheet of paper, weighted with a stone. "
+    "The ink has run in the damp, but the seal pressed into the wax at its corner is still sharp, the same heron "
+    "over three waves.",
+)
+MOVES = (
+    ("act", "walk along the jetty"), ("act", "I look toward the customs house"), ("continue", ""),
+    ("act", "go into the net shed"), ("act", "I open the ledger"), ("direct", "Let someone approach the shed."),
+    ("act", "hold my breath and keep still"), ("continue", ""), ("act", "slip out after the footsteps fade"),
+    ("act", "I head for the slipway"), ("act", "lift the stone and take the paper"),
+    ("direct", "The fog should close in further."),
+)
+
+
+class Passages:
+    """The shipped campaign's narrator: the passages above, in turn. It is the
+    scripted author of the recording, not a stand-in for a model under test."""
+
+    model_id = "shipped-passages"
+
+    def __init__(self, window):
+        self.window, self.calls = window, 0
+
+    def context_window(self):
+        return self.window
+
+    def execute(self, prompt):
+        self.calls += 1
+        yield Text(PASSAGES[(self.calls - 1) % len(PASSAGES)])
+        yield Usage()
+
+
+def scripted(db_path: str | Path, turns: int = 24):
+    """A recorded campaign of `turns` turns to replay when the reader has none of their own."""
+    from engine.providers.window import LOADED, Window
+
+    wb = Workbench.open(db_path, background=False)
+    wb.configure(narrator=Passages(Window(32_768, LOADED, detail="scripted recording", reachable=True)),
+                 embedder="none", memory_enabled=False, auto_summarize=False)
+    camp = wb.new_campaign("The Heron Seal", premise="A smuggling port on a foggy night; a merchant house hides "
+                           "its cargo from the customs men.", protagonist="Tamsin",
+                           opening="The last ferry has gone and the quay is empty.")
+    for i in tqdm(range(turns), desc="recording", leave=False):
+        mode, text = MOVES[i % len(MOVES)]
+        {"act": lambda: camp.act(text), "direct": lambda: camp.direct(text),
+         "continue": camp.continue_story}[mode]()
+    return camp
+
+
+def _steps(floors: pd.Series) -> int:
+    values = pd.to_numeric(floors, errors="coerce").dropna()
+    return int((values.diff().fillna(0) != 0).sum())
+
+
+def _measured(df: pd.DataFrame) -> pd.DataFrame:
+    """Narrated turns (not copied from the recording), after each cell's first,
+    which is cold for every cell; turns the engine refused have no figures."""
+    narrated = df[(~df["recorded"].astype(bool)) & df["node_id"].notna()]
+    first = narrated.groupby("cell")["turn"].transform("min")
+    return narrated[narrated["turn"] > first]
+
+
+def summarise(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell: prompt tokens, what the server processed and served
+    from cache, new content, their ratio, times, reply length, leaks and refusals."""
+    m = _measured(df).copy()
+    for column in ("prompt_tokens", "processed_tokens", "cached_tokens", "new_tokens", "prompt_ms", "total_ms",
+                   "ttft_ms", "words", "leaks"):
+        m[column] = pd.to_numeric(m[column], errors="coerce")
+    g = m.groupby("cell", sort=False)
+    table = g.agg(turns=("turn", "count"), prompt_tokens=("prompt_tokens", "mean"),
+                  processed_tokens=("processed_tokens", "mean"), new_tokens=("new_tokens", "mean"),
+                  prompt_ms=("prompt_ms", "mean"), ttft_ms=("ttft_ms", "mean"), total_ms=("total_ms", "mean"),
+                  reply_words=("words", "mean"), leaks=("leaks", "sum"), floor_steps=("floor_depth", _steps))
+    table["cached_share"] = g["cached_tokens"].sum(min_count=1) / g["prompt_tokens"].sum(min_count=1)
+    table["processed_over_new"] = table["processed_tokens"] / table["new_tokens"]
+    table["fits_share"] = g["accounting"].apply(lambda s: float((s == "fits").mean()))
+    table["refused_turns"] = df[df["node_id"].isna()].groupby("cell").size().reindex(table.index).fillna(0).astype(int)
+    return table
+
+
+def answer(table: pd.DataFrame, *, slide: str, trimmed: str) -> dict:
+    """The block-trim question in numbers: sliding by one against block trim,
+    and the best cell against the goal (processed within GOAL x the new content)."""
+    off, on = table.loc[slide], table.loc[trimmed]
+    known = table["processed_over_new"].dropna()
+    best = known.idxmin() if len(known) else None
+    return {
+        "processed_ratio": _ratio(off["processed_tokens"], on["processed_tokens"]),
+        "prompt_ms_ratio": _ratio(off["prompt_ms"], on["prompt_ms"]),
+        "turn_ratio": _ratio(off["total_ms"], on["total_ms"]),
+        "cached_share_slide": _num(off["cached_share"]), "cached_share_trim": _num(on["cached_share"]),
+        "processed_over_new_trim": _num(on["processed_over_new"]),
+        "best_cell": best, "best_processed_over_new": _num(known.min()) if best is not None else None,
+        "goal": GOAL, "goal_met": bool(best is not None and known.min() <= GOAL),
+    }
+
+
+def _num(value) -> float | None:
+    return None if pd.isna(value) else round(float(value), 3)
+
+
+def _ratio(a, b) -> float | None:
+    return None if pd.isna(a) or pd.isna(b) or not b else round(float(a) / float(b), 3)
+
+
+def plot(df: pd.DataFrame, table: pd.DataFrame):
+    """Per turn: tokens the server processed and its prompt time, per cell; per
+    cell: processed over new content (the goal line at GOAL) and the cached share."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(12, 7))
+    narrated = df[(df["cell"] != "original") & ~df["recorded"].astype(bool)]
+    for cell, part in narrated.groupby("cell", sort=False):
+        axes[0, 0].plot(part["turn"], pd.to_numeric(part["processed_tokens"], errors="coerce"), marker="o", ms=3,
+                        label=cell)
+        axes[0, 1].plot(part["turn"], pd.to_numeric(part["prompt_ms"], errors="coerce"), marker="o", ms=3, label=cell)
+    axes[0, 0].set(title="Prompt tokens the server processed", xlabel="turn", ylabel="tokens")
+    axes[0, 1].set(title="Prompt processing time (server's own)", xlabel="turn", ylabel="ms")
+    axes[0, 0].legend(fontsize=7)
+    shown = table.drop(index="original", errors="ignore")
+    shown["processed_over_new"].plot.barh(ax=axes[1, 0], color="#4c72b0")
+    axes[1, 0].axvline(GOAL, color="#c44e52", linestyle="--", label=f"goal: {GOAL:g}x the new content")
+    axes[1, 0].set(title="Processed / new content per turn", xlabel="ratio")
+    axes[1, 0].legend(fontsize=7)
+    shown["cached_share"].plot.barh(ax=axes[1, 1], color="#55a868")
+    axes[1, 1].set(title="Share of prompt tokens served from cache", xlabel="share", xlim=(0, 1))
+    fig.tight_layout()
+    return fig
