@@ -17,8 +17,17 @@ from typing import TYPE_CHECKING, Any
 from . import limits
 from .aidungeon import read_ai_dungeon, read_ai_dungeon_cards
 from .charcard import card_from_bytes, read_character_card
-from .detect import (AID_CARDS, AID_SCENARIO, CHARACTER_CARD, KOBOLDAI, NOVELAI, SILLYTAVERN, WORKBENCH, detect,
-                     detect_bytes)
+from .detect import (
+    AID_CARDS,
+    AID_SCENARIO,
+    CHARACTER_CARD,
+    KOBOLDAI,
+    NOVELAI,
+    SILLYTAVERN,
+    WORKBENCH,
+    detect,
+    detect_bytes,
+)
 from .errors import BundleRefused
 from .koboldai import read_koboldai
 from .loading import load

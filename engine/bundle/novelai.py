@@ -14,7 +14,6 @@ from typing import Any
 from .detect import NOVELAI
 from .errors import BundleRefused
 from .ledger import account
-from .library import read_cards
 from .native import read_v1
 from .plan import Notes, Plan
 from .sillytavern import Entry, book_parts, refuse_unless
@@ -72,9 +71,10 @@ def read_novelai(data: Any, *, as_knowledge: bool = False, attach: bool = False,
     name = fallback_title or "NovelAI lorebook"
     knowledge, cards = book_parts(name, entries, as_knowledge, classification, notes,
                                   origin=f"{FORMAT_NAME}: {name}")
-    kept = [t for e, t in zip(entries, types) if e.title.strip() or e.content.strip() or e.keys]
-    for card, category in zip(cards, kept):  # read_cards keeps exactly these, in order
-        card.card_type = category
+    if cards:  # read_cards keeps exactly the entries with a title, a text or keys, in order
+        kept = [t for e, t in zip(entries, types, strict=True) if e.title.strip() or e.content.strip() or e.keys]
+        for card, category in zip(cards, kept, strict=True):
+            card.card_type = category
     if attach:
         return Plan(format=FORMAT_NAME, campaign=None, knowledge=knowledge, cards=cards, notes=notes)
     plan = read_v1({"campaign": {"title": name}, "branches": [{"id": 1, "parent": None}], "nodes": []},

@@ -179,3 +179,43 @@ def test_story_cards_are_listed_on_the_campaign(tmp_path):
         answers={"place": "Westhaven"})
     cards = wb.campaign(report.campaign_id).story_cards()
     assert list(cards["title"]) == ["Mara"] and "ferry-woman" in cards.iloc[0]["entry"]
+
+
+# ------------------------------------------------------------------ issue 17: nothing lost without a word
+def test_an_old_world_info_entry_keeps_its_name(fresh):
+    report = facade.import_ai_dungeon(fresh, {"title": "Old", "prompt": "You wake.", "worldInfo": [
+        {"keys": "bell", "entry": "The bell is drowned.", "name": "The bell", "hidden": True}]})
+    cards = fresh.campaign(report.campaign_id).story_cards()
+    assert cards["title"].tolist() == ["The bell"] and cards["entry"].tolist() == ["The bell is drowned."]
+    assert "`hidden` on 1 of 1 story cards" in " ".join(report.not_carried)
+
+
+def test_an_ai_dungeon_adventure_brings_its_actions_in_order(fresh):
+    adventure = {"title": "Bell", "memory": "Ila is a diver.", "actions": [
+        {"type": "start", "text": "The bell rings under the sea."}, {"type": "do", "text": "\n> You dive."},
+        {"type": "continue", "text": " The water is black."}, {"type": "say", "text": "\n> You say \"Hello?\""},
+        {"type": "continue", "text": " Something answers."}]}
+    report = fresh.import_file(adventure)
+    assert report.format == "AI Dungeon adventure"
+    history = fresh.campaign(report.campaign_id).history()
+    assert [n.text for n in history] == [a["text"] for a in adventure["actions"]]
+    assert [n.kind for n in history] == ["start", "player", "narrator", "player", "narrator"]
+
+
+def test_scenario_cards_as_knowledge_reach_retrieval(fresh):
+    report = facade.import_ai_dungeon(fresh, SCENARIO, answers={"Your name?": "Ila"}, as_knowledge=True)
+    camp = fresh.campaign(report.campaign_id)
+    assert report.counts.get("knowledge_sources") == 1 and "story_cards" not in report.counts
+    found = Library(fresh.db, camp.id, progress=False).retrieve("the drowned bell in the sunken chapel",
+                                                                 budget_tokens=2000)
+    assert any("sunken chapel" in p.text for p in found.passages)
+    assert not any("Import the cards as knowledge" in w for w in report.warnings)
+
+
+def test_cards_from_an_import_are_live_lore_with_their_constant_flag(fresh):
+    from engine.cards import lore_for
+
+    report = facade.import_sillytavern(fresh, WORLD_INFO)
+    with fresh.db.reading() as s:
+        fired = lore_for(s, report.campaign_id, ["We go down into the crypt."], "")
+    assert [(f.title, f.found_in) for f in fired] == [("Mara", "always"), ("The abbey crypt", "story")]

@@ -89,7 +89,7 @@ def test_a_v2_png_card_brings_its_book_character_and_greeting(fresh):
     assert len(cards) == 1 + len(data["character_book"]["entries"]) == 5
     assert cards.iloc[0]["title"] == "Seraphina" and cards.iloc[0]["card_type"] == "character"
     assert cards.iloc[0]["entry"] == "\n\n".join(sub(data[k]) for k in ("description", "personality") if data[k].strip())
-    for row, entry in zip(cards.iloc[1:].itertuples(), data["character_book"]["entries"]):
+    for row, entry in zip(cards.iloc[1:].itertuples(), data["character_book"]["entries"], strict=True):
         assert row.entry == sub(entry["content"]) and row.keys == entry["keys"]
     assert camp.state["entities"]["seraphina"]["name"] == "Seraphina"
     carried = " ".join(report.not_carried)
