@@ -59,5 +59,5 @@ class EchoNarrator(CachingNarrator):
     def execute(self, prompt):
         text = prompt.system + "\n" + prompt.story
         hits = [line.strip() for line in text.splitlines() if self.marker in line.lower()]
-        yield Text(f"Seen {len(hits)}: " + (" | ".join(hits)[:200] if hits else "nothing of it."))
+        yield Text(f"Seen {len(hits)}: " + (" | ".join(hits)[:1000] if hits else "nothing of it."))
         yield Usage(prompt_tokens=len(text.split()), completion_tokens=5)
