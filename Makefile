@@ -24,9 +24,10 @@ $(STAMP): pyproject.toml scripts/build-llama.sh
 	$(PY) -m engine.providers.smoke
 	touch $(STAMP)
 
+# A free port, notebooks/play.ipynb opened, the whole project in the file
+# browser; notebooks/ is saved as sources only (see scripts/play.py).
 play: setup
-	@echo "Opening notebooks/play.ipynb in JupyterLab: open the http://127.0.0.1:8888/... URL printed below."
-	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --port=8888 $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/play.ipynb
+	$(PY) scripts/play.py
 
 # The browser test drives Debian's Chromium (Playwright never downloads one).
 browser-deps:
@@ -40,16 +41,22 @@ test: setup browser-deps
 
 demo: setup
 	$(VENV)/bin/papermill notebooks/play.ipynb evidence/play.ipynb -k python3 --cwd notebooks \
-		-p db_path ../evidence/demo.db -p fresh True \
+		-p db_path ../evidence/demo.db -p fresh True -p headless True \
+		-y 'inputs: ["I try the door at the foot of the tower", "I climb the stair, counting the steps", "\"Keeper? Are you up there?\""]' \
 		-p transcript_path ../evidence/play.txt
 	$(PY) -m experiments.scrub evidence/play.ipynb
 	@echo "---------------------------------------------------------------- the story"
 	@cat evidence/play.txt
 
+# Research notebooks write their JSON to scratch/ unless evidence is asked
+# for: this target asks (experiments/results.py) and names each sidecar.
+evidence: export STORY_WORKBENCH_EVIDENCE = 1
 evidence: setup
 	@for nb in $(NOTEBOOKS); do \
 		echo "== $$nb"; \
-		$(VENV)/bin/papermill notebooks/$$nb.ipynb evidence/$$nb.ipynb -k python3 --cwd notebooks || exit 1; \
+		sidecar=$$nb; [ $$nb = calibrate ] && sidecar=calibrate_minilm; \
+		$(VENV)/bin/papermill notebooks/$$nb.ipynb evidence/$$nb.ipynb -k python3 --cwd notebooks \
+			-p sidecar ../evidence/$$sidecar.json || exit 1; \
 		$(PY) -m experiments.scrub evidence/$$nb.ipynb; \
 	done
 	$(VENV)/bin/papermill notebooks/calibrate.ipynb evidence/calibrate_gguf.ipynb -k python3 --cwd notebooks \

@@ -1,6 +1,12 @@
 """Recording an experiment's named results, twice: inside the executed
 notebook (a JSON output with its own MIME type, read back by `read_metrics`)
-and in a sidecar JSON file beside it.
+and in a sidecar JSON file.
+
+The sidecar goes to `scratch/<experiment>.json` unless evidence is asked
+for: a researcher running a notebook on their own campaign must never
+overwrite the recorded evidence. A path inside `evidence/` is honoured only
+when `STORY_WORKBENCH_EVIDENCE=1` is set, as `make evidence` does; otherwise
+it lands in `scratch/` under the same name, and the notebook says so.
 
 About twenty lines instead of scrapbook, whose last release was in 2021 and
 which depends on papermill itself.
@@ -9,12 +15,32 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MIME", "Results", "read_metrics"]
+__all__ = ["EVIDENCE", "EVIDENCE_SWITCH", "MIME", "SCRATCH", "Results", "read_metrics", "sidecar_path"]
 
 MIME = "application/vnd.story-workbench.metrics+json"
+ROOT = Path(__file__).resolve().parents[1]
+EVIDENCE = ROOT / "evidence"
+SCRATCH = ROOT / "scratch"
+EVIDENCE_SWITCH = "STORY_WORKBENCH_EVIDENCE"
+
+
+def sidecar_path(experiment: str, sidecar: str | Path | None = None) -> Path:
+    """Where this run's sidecar is written: `sidecar`, unless that is inside
+    evidence/ and evidence was not asked for; `scratch/<experiment>.json` by default."""
+    if not sidecar:
+        return SCRATCH / f"{experiment}.json"
+    path = Path(sidecar)
+    if _inside(path, EVIDENCE) and os.environ.get(EVIDENCE_SWITCH) != "1":
+        return SCRATCH / path.name
+    return path
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return folder.resolve() in path.resolve().parents
 
 
 def _plain(value: Any) -> Any:
@@ -31,11 +57,12 @@ def _plain(value: Any) -> Any:
 
 
 class Results:
-    """`r = Results("block_trim", sidecar="../evidence/block_trim.json"); r.record(ratio=2.9); r.save()`"""
+    """`r = Results("block_trim"); r.record(ratio=2.9); r.save()` writes scratch/block_trim.json."""
 
     def __init__(self, experiment: str, sidecar: str | Path | None = None, parameters: dict | None = None):
         self.experiment = experiment
-        self.sidecar = Path(sidecar) if sidecar else None
+        self.asked = Path(sidecar) if sidecar else None
+        self.sidecar = sidecar_path(experiment, sidecar)
         self.metrics: dict[str, Any] = {}
         self.parameters = _plain(parameters or {})
 
@@ -54,11 +81,14 @@ class Results:
     def as_dict(self) -> dict:
         return {"experiment": self.experiment, "parameters": self.parameters, "metrics": self.metrics}
 
-    def save(self) -> Path | None:
-        if self.sidecar is None:
-            return None
+    def save(self) -> Path:
+        """Write the sidecar, and say where (and why there, if not where asked)."""
         self.sidecar.parent.mkdir(parents=True, exist_ok=True)
         self.sidecar.write_text(json.dumps(self.as_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        moved = self.asked is not None and self.asked.resolve() != self.sidecar.resolve()
+        why = (f" (not {self.asked}: evidence/ is written only with {EVIDENCE_SWITCH}=1, as make evidence sets)"
+               if moved else "")
+        print(f"Results written to {self.sidecar}{why}.")
         return self.sidecar
 
 

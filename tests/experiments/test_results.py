@@ -76,3 +76,40 @@ def test_until_accepted_retries_refused_turns_and_reports_them():
     with pytest.raises(TurnFailed):
         until_accepted(lambda: (_ for _ in ()).throw(TurnFailed("never")), attempts=2)
     assert until_accepted(lambda: (_ for _ in ()).throw(TurnFailed("never")), required=False) is None
+
+
+def test_sidecars_go_to_scratch_unless_evidence_is_asked_for(monkeypatch):
+    from experiments import results
+
+    monkeypatch.delenv(results.EVIDENCE_SWITCH, raising=False)
+    assert results.sidecar_path("calibrate") == results.SCRATCH / "calibrate.json"
+    asked = results.EVIDENCE / "token_accounting.json"
+    assert results.sidecar_path("token_accounting", asked) == results.SCRATCH / "token_accounting.json"
+    monkeypatch.setenv(results.EVIDENCE_SWITCH, "1")
+    assert results.sidecar_path("token_accounting", asked) == asked
+
+
+def test_a_run_outside_make_evidence_leaves_the_evidence_untouched(tmp_path, monkeypatch, capsys):
+    from experiments import results
+
+    evidence, scratch = tmp_path / "evidence", tmp_path / "scratch"
+    evidence.mkdir()
+    (evidence / "token_accounting.json").write_text("recorded\n")
+    monkeypatch.setattr(results, "EVIDENCE", evidence)
+    monkeypatch.setattr(results, "SCRATCH", scratch)
+    monkeypatch.delenv(results.EVIDENCE_SWITCH, raising=False)
+    r = Results("token_accounting", evidence / "token_accounting.json")
+    r.record(turns=3)
+    assert r.save() == scratch / "token_accounting.json"
+    assert (evidence / "token_accounting.json").read_text() == "recorded\n"
+    assert "make evidence" in capsys.readouterr().out
+    monkeypatch.setenv(results.EVIDENCE_SWITCH, "1")
+    Results("token_accounting", evidence / "token_accounting.json").save()
+    assert json.loads((evidence / "token_accounting.json").read_text())["experiment"] == "token_accounting"
+
+
+def test_an_explicit_path_elsewhere_is_honoured(tmp_path, monkeypatch):
+    from experiments import results
+
+    monkeypatch.delenv(results.EVIDENCE_SWITCH, raising=False)
+    assert Results("demo", tmp_path / "mine.json").save() == tmp_path / "mine.json"
