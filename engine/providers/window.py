@@ -10,13 +10,15 @@ never called verified; with neither, the window is reported as unknown (no
 """
 from __future__ import annotations
 
+import posixpath
 import re
-import time
-from dataclasses import asdict, dataclass, field
+import threading
+from dataclasses import asdict, dataclass, field, replace
 
 import httpx
 
 from .endpoints import EndpointRefused, rejection_reason
+from .http import ResponseRefused, read_json
 
 __all__ = [
     "CONNECT_TIMEOUT",
@@ -24,9 +26,7 @@ __all__ = [
     "EMBEDDED",
     "LOADED",
     "MODELS",
-    "NEGATIVE_TTL",
     "PARAMETERS",
-    "POSITIVE_TTL",
     "PROBE_TIMEOUT",
     "PROPS",
     "UNKNOWN",
@@ -34,18 +34,20 @@ __all__ = [
     "cache_clear",
     "effective_budget",
     "ensure_window",
+    "model_matches",
     "native_base",
     "probe",
+    "with_ratio",
 ]
 
 # In the turn path: a server that does not answer in two seconds has told us
 # what we need to know.
 PROBE_TIMEOUT = 2.0
 CONNECT_TIMEOUT = 1.5
-# A verified window changes only when someone reloads the model.
-POSITIVE_TTL = 600.0
-# The commonest failure is a server still starting up.
-NEGATIVE_TTL = 60.0
+# No window is trusted past the moment it was reported. A 600 s cache let a
+# server restarted with -c 2048 be built to its old 8,192 (HTTP 400), and a
+# 60 s cache of a failed probe built a turn to the 16,384 budget after the
+# server came back. Asking costs one or two small requests per turn.
 
 LOADED = "loaded"          # Ollama /api/ps: what the running model enforces now
 PARAMETERS = "parameters"  # Ollama /api/show num_ctx: what it will load with
@@ -65,6 +67,12 @@ class Window:
     detail: str = ""
     reachable: bool = False
     preflight: dict = field(default_factory=dict, compare=False)
+    # Server tokens per cl100k token for this model, as measured (1.0 until
+    # measured); the builder divides the room for the prompt by it.
+    token_ratio: float = 1.0
+    ratio_detail: str = ""
+    # The tokens the server reported when last asked, when that differs.
+    changed_from: int | None = None
 
     @property
     def verified(self) -> bool:
@@ -95,23 +103,49 @@ def effective_budget(configured: int, window: Window | None) -> int:
     return min(configured, window.tokens)
 
 
-_cache: dict[tuple[str, str], tuple[float, Window]] = {}
-_clock = time.monotonic
+# The last verified window per (endpoint, model), and which question the
+# server answered last: kept only to say "the window changed" and to ask the
+# right endpoint first, never to skip asking.
+_last: dict[tuple[str, str], int] = {}
+_answered: dict[str, str] = {}
+_lock = threading.Lock()
 
 
 def cache_clear() -> None:
-    _cache.clear()
+    with _lock:
+        _last.clear()
+        _answered.clear()
+
+
+def with_ratio(window: Window, ratio: float, detail: str) -> Window:
+    return replace(window, token_ratio=ratio, ratio_detail=detail)
+
+
+def model_matches(wanted: str, offered: str, aliases=()) -> bool:
+    """llama.cpp's server lists its model under the GGUF path it was started
+    with (or its --alias): a model named by file name, by stem or by alias is
+    the same model."""
+    if not wanted or not offered:
+        return False
+    names = {offered, *[a for a in aliases or () if isinstance(a, str)]}
+    base = posixpath.basename(offered.replace("\\", "/"))
+    names |= {base, base.removesuffix(".gguf")}
+    return wanted in names or posixpath.basename(wanted).removesuffix(".gguf") in {n.removesuffix(".gguf") for n in names}
 
 
 def _positive_int(value) -> int | None:
     return value if type(value) is int and value > 0 else None
 
 
+def _get(client: httpx.Client, method: str, url: str, **kwargs):
+    return read_json(client, method, url, timeout=httpx.Timeout(PROBE_TIMEOUT, connect=CONNECT_TIMEOUT), **kwargs)
+
+
 def _ollama_loaded(client: httpx.Client, native: str, model: str) -> tuple[bool, Window | None]:
-    reply = client.get(f"{native}/api/ps")
-    if reply.status_code != 200:
+    status, body = _get(client, "GET", f"{native}/api/ps")
+    if status != 200 or not isinstance(body, dict):
         return False, None
-    for entry in reply.json().get("models") or []:
+    for entry in body.get("models") or []:
         if model in (entry.get("name"), entry.get("model")):
             tokens = _positive_int(entry.get("context_length"))
             if tokens:
@@ -120,10 +154,9 @@ def _ollama_loaded(client: httpx.Client, native: str, model: str) -> tuple[bool,
 
 
 def _ollama_parameters(client: httpx.Client, native: str, model: str) -> Window:
-    reply = client.post(f"{native}/api/show", json={"model": model})
-    if reply.status_code != 200:
-        return Window(None, UNKNOWN, None, f"the server did not describe the model (HTTP {reply.status_code})", True)
-    body = reply.json()
+    status, body = _get(client, "POST", f"{native}/api/show", json={"model": model})
+    if status != 200 or not isinstance(body, dict):
+        return Window(None, UNKNOWN, None, f"the server did not describe the model (HTTP {status})", True)
     info = body.get("model_info") or {}
     ceiling = next((_positive_int(v) for k, v in info.items() if k.endswith(".context_length") and _positive_int(v)), None)
     params = body.get("parameters")
@@ -136,10 +169,9 @@ def _ollama_parameters(client: httpx.Client, native: str, model: str) -> Window:
 
 
 def _llamacpp_props(client: httpx.Client, native: str) -> Window | None:
-    reply = client.get(f"{native}/props")
-    if reply.status_code != 200:
+    status, body = _get(client, "GET", f"{native}/props")
+    if status != 200 or not isinstance(body, dict):
         return None
-    body = reply.json()
     tokens = _positive_int((body.get("default_generation_settings") or {}).get("n_ctx")) or _positive_int(body.get("n_ctx"))
     if tokens:
         return Window(tokens, PROPS, None, f"{tokens:,} tokens per slot, reported by the llama.cpp server", True)
@@ -147,11 +179,11 @@ def _llamacpp_props(client: httpx.Client, native: str) -> Window | None:
 
 
 def _openai_models(client: httpx.Client, base: str, model: str) -> Window | None:
-    reply = client.get(f"{base.rstrip('/')}/models")
-    if reply.status_code != 200:
+    status, body = _get(client, "GET", f"{base.rstrip('/')}/models")
+    if status != 200 or not isinstance(body, dict):
         return None
-    for entry in reply.json().get("data") or []:
-        if entry.get("id") == model:
+    for entry in body.get("data") or []:
+        if isinstance(entry, dict) and model_matches(model, entry.get("id"), entry.get("aliases")):
             tokens = _positive_int(entry.get("max_model_len"))
             if tokens:
                 return Window(tokens, MODELS, tokens, f"{tokens:,} tokens, the server's max_model_len", True)
@@ -164,6 +196,10 @@ def _ask(client: httpx.Client, base: str, model: str) -> Window:
         return Window(None, UNKNOWN, None, f"endpoint not allowed: {reason}", False)
     native = native_base(base)
     try:
+        if _answered.get(native) == PROPS:  # a llama.cpp server: skip the Ollama question
+            found = _llamacpp_props(client, native)
+            if found:
+                return found
         is_ollama, loaded = _ollama_loaded(client, native, model)
         if loaded:
             return loaded
@@ -172,7 +208,11 @@ def _ask(client: httpx.Client, base: str, model: str) -> Window:
         found = _llamacpp_props(client, native) or _openai_models(client, base, model)
         return found or Window(None, UNKNOWN, None, "the server did not say how large its window is "
                                "(asked /api/ps, /props and /models)", True)
-    except (httpx.HTTPError, EndpointRefused, ValueError, TypeError, KeyError, AttributeError) as exc:
+    except EndpointRefused as exc:
+        return Window(None, UNKNOWN, None, f"endpoint not allowed: {exc}", False)
+    except ResponseRefused as exc:
+        return Window(None, UNKNOWN, None, f"the server's answer was refused: {exc}", True)
+    except (httpx.HTTPError, ValueError, TypeError, KeyError, AttributeError) as exc:
         return Window(None, UNKNOWN, None, f"could not ask the server ({type(exc).__name__})", False)
 
 
@@ -184,16 +224,20 @@ def _declared_or(declared: int | None, found: Window) -> Window:
                   found.reachable)
 
 
-def probe(client: httpx.Client, base: str, model: str, *, declared: int | None = None, use_cache: bool = True) -> Window:
+def probe(client: httpx.Client, base: str, model: str, *, declared: int | None = None) -> Window:
+    """Ask the server now. Says so when the window differs from the last answer."""
     if not base or not model:
         return _declared_or(declared, Window(None, UNKNOWN, None, "no endpoint or model configured"))
-    key = (base, model)
-    hit = _cache.get(key)
-    if use_cache and hit and hit[0] > _clock():
-        found = hit[1]
-    else:
-        found = _ask(client, base, model)
-        _cache[key] = (_clock() + (POSITIVE_TTL if found.verified else NEGATIVE_TTL), found)
+    found = _ask(client, base, model)
+    if found.verified:
+        with _lock:
+            before = _last.get((base, model))
+            _last[(base, model)] = found.tokens
+            _answered[native_base(base)] = found.source
+        if before and before != found.tokens:
+            found = replace(found, changed_from=before,
+                            detail=f"{found.detail}; it was {before:,} when last asked, so the server was "
+                                   "restarted or the model reloaded")
     return _declared_or(declared, found)
 
 
@@ -203,15 +247,13 @@ def _warm(client: httpx.Client, base: str, model: str, timeout: float) -> tuple[
     if reason:
         return False, f"endpoint not allowed: {reason}"
     try:
-        reply = client.post(f"{native_base(base)}/api/generate", json={"model": model},
-                            timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT))
+        status, body = read_json(client, "POST", f"{native_base(base)}/api/generate", json={"model": model},
+                                 timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT))
     except httpx.HTTPError as exc:
         return False, f"could not ask the server to load the model ({type(exc).__name__})"
-    if reply.status_code != 200:
-        return False, f"the server did not load the model (HTTP {reply.status_code})"
-    try:
-        body = reply.json()
-    except ValueError:
+    if status != 200:
+        return False, f"the server did not load the model (HTTP {status})"
+    if not isinstance(body, dict):
         return False, "the server answered the load request with something that was not JSON"
     return True, f"the server loaded the model ({body.get('done_reason') or 'done'})"
 
@@ -229,6 +271,6 @@ def ensure_window(client: httpx.Client, base: str, model: str, *, declared: int 
         loaded, detail = _warm(client, base, model, warm_timeout)
         preflight.update(attempted=True, loaded=loaded, detail=detail)
         if loaded:
-            window = probe(client, base, model, declared=declared, use_cache=False)
+            window = probe(client, base, model, declared=declared)
     preflight["verified_after"] = window.verified
-    return Window(window.tokens, window.source, window.model_max, window.detail, window.reachable, preflight)
+    return replace(window, preflight=preflight)

@@ -8,7 +8,8 @@ from engine import Workbench, WorkbenchError
 from engine.errors import NarratorError
 from engine.providers import Prompt, endpoints
 from engine.providers.embedders import OpenAIEmbedder
-from engine.providers.endpoints import PolicyTransport, rejection_reason
+from engine.providers.endpoints import rejection_reason
+from engine.providers.http import PolicyTransport
 from engine.providers.openai import OpenAINarrator
 
 

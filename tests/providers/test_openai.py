@@ -5,7 +5,7 @@ from fake_server import FakeServer, Script
 
 from engine.errors import NarratorError
 from engine.providers import Prompt, Reasoning, Text, Usage
-from engine.providers.endpoints import PolicyTransport
+from engine.providers.http import PolicyTransport
 from engine.providers.openai import OpenAINarrator
 
 PROMPT = Prompt("You narrate.", "> You open the door.", max_tokens=50, temperature=0.5)
@@ -18,7 +18,7 @@ def run(narrator, prompt=PROMPT):
 def test_chat_stream_with_usage_requested_and_reported(fake_server):
     chunks = run(OpenAINarrator(fake_server.base, "story-model"))
     assert "".join(c.text for c in chunks if isinstance(c, Text)) == "The door opens."
-    assert chunks[-1] == Usage(120, 3)
+    assert chunks[-1] == Usage(120, 3, processed_tokens=None)
     method, path, body = fake_server.requests[-1]
     assert path == "/v1/chat/completions" and body["stream"] is True
     assert body["stream_options"] == {"include_usage": True}
@@ -47,16 +47,59 @@ def test_a_server_that_sends_no_usage_gives_unknown_usage():
         assert run(OpenAINarrator(server.base, "story-model"))[-1] == Usage(None, None)
 
 
-@pytest.mark.parametrize("status, words", [
-    (401, "unauthorized (HTTP 401)"),
-    (404, "not found (HTTP 404)"),
-    (429, "HTTP 429). Wait a moment"),
-    (500, "HTTP 500"),
+@pytest.mark.parametrize("style", ["llamacpp", "ollama", "vllm", "text"])
+@pytest.mark.parametrize("status, advice", [
+    (400, "malformed"),
+    (401, "unauthorized"),
+    (404, "not found"),
+    (413, "larger than the server accepts"),
+    (429, "Wait a moment"),
+    (500, "its own log says more"),
+    (503, "still loading the model"),
 ])
-def test_http_failures_become_clear_messages(status, words):
-    with FakeServer(Script(fail={"/v1/chat/completions": status})) as server:
-        with pytest.raises(NarratorError, match=words.replace("(", r"\(").replace(")", r"\)")):
-            run(OpenAINarrator(server.base, "story-model"))
+def test_the_servers_own_error_reaches_the_reader(style, status, advice):
+    said = f"slot {status} unavailable: <b>busy</b>"
+    script = Script(fail={"/v1/chat/completions": status}, error_style=style, fail_message=said)
+    with FakeServer(script) as server, pytest.raises(NarratorError) as caught:
+        run(OpenAINarrator(server.base, "story-model"))
+    message = str(caught.value)
+    assert f"HTTP {status}" in message and advice in message
+    assert f"The server said: “slot {status} unavailable: busy”" in message  # markup dropped, words kept
+
+
+def test_a_prompt_too_long_for_the_window_says_so_and_asks_the_window_again():
+    said = "request (3016 tokens) exceeds the available context size (512 tokens), try increasing it"
+    script = Script(kind="llamacpp", props_ctx=8192, fail={"/v1/chat/completions": 400}, fail_message=said)
+    with FakeServer(script) as server:
+        narrator = OpenAINarrator(server.base, "story-model")
+        assert narrator.context_window().tokens == 8192
+        server.script.props_ctx = 512  # restarted with -c 512 behind our back
+        with pytest.raises(NarratorError) as caught:
+            run(narrator)
+        assert server.paths().count("/props") >= 2
+    message = str(caught.value)
+    assert said in message and "now reports a 512-token window" in message and "built to 8,192" in message
+
+
+def test_cache_figures_of_each_server_shape():
+    with FakeServer(Script(kind="llamacpp", timings=True, cached=100)) as server:
+        llamacpp = run(OpenAINarrator(server.base, "story-model"))[-1]
+    assert (llamacpp.prompt_tokens, llamacpp.cached_tokens, llamacpp.processed_tokens) == (120, 100, 20)
+    assert (llamacpp.prompt_ms, llamacpp.generation_ms) == (12.5, 40.25)
+    with FakeServer(Script(kind="ollama", ollama_figures=True, cached=30, loaded={"story-model": 4096})) as server:
+        ollama = run(OpenAINarrator(server.base, "story-model"))[-1]
+    assert (ollama.processed_tokens, ollama.cached_tokens, ollama.prompt_ms, ollama.generation_ms) == (90, 30, 30.0, 90.0)
+    with FakeServer(Script(kind="vllm", cached=64)) as server:
+        vllm = run(OpenAINarrator(server.base, "story-model"))[-1]
+    assert (vllm.cached_tokens, vllm.processed_tokens, vllm.prompt_ms) == (64, 56, None)
+    assert set(vllm.as_dict()) == {"prompt_tokens", "completion_tokens", "cached_tokens", "processed_tokens",
+                                   "prompt_ms", "generation_ms"}
+
+
+def test_a_lone_surrogate_from_the_narrator_is_replaced_visibly():
+    with FakeServer(Script(reply=["The door \ud800", "opens."])) as server:
+        text = "".join(c.text for c in run(OpenAINarrator(server.base, "story-model")) if isinstance(c, Text))
+    assert text == "The door \ufffdopens." and text.encode("utf-8")
 
 
 def test_unknown_model_says_which_model(fake_server):
@@ -98,4 +141,4 @@ def test_injected_client_is_used(fake_server):
 
     client = httpx.Client(transport=PolicyTransport(Spy()))
     run(OpenAINarrator(fake_server.base, "story-model", client=client))
-    assert seen == ["/v1/chat/completions"]
+    assert seen == ["/v1/chat/completions"]  # an Ollama-shaped server: no /tokenize asked before a window

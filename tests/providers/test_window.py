@@ -1,4 +1,4 @@
-"""Every window source, its cache, the declared override and the cold load."""
+"""Every window source, asked afresh each time, the declared override and the cold load."""
 import pytest
 from fake_server import FakeServer, Script
 
@@ -66,27 +66,43 @@ def test_refused_endpoint_is_unknown_without_asking():
     assert win.tokens is None and "not allowed" in win.detail
 
 
-def test_verified_answers_cached_600s_failures_60s(monkeypatch):
-    now = [1000.0]
-    monkeypatch.setattr(w, "_clock", lambda: now[0])
-    with FakeServer(Script(kind="vllm")) as s:
+def test_the_server_is_asked_every_time_and_a_change_is_said():
+    with FakeServer(Script(kind="llamacpp", props_ctx=8192)) as s:
+        assert probe(s).tokens == 8192 and probe(s).changed_from is None
+        s.script.props_ctx = 2048  # the server restarted with -c 2048
+        now = probe(s)
+        assert s.paths().count("/props") == 3
+    assert (now.tokens, now.changed_from, now.verified) == (2048, 8192, True)
+    assert "it was 8,192 when last asked" in now.detail
+
+
+def test_a_failed_probe_is_not_remembered():
+    with FakeServer() as s:
+        port = s.port
+    down = w.probe(make_client(), f"http://127.0.0.1:{port}/v1", "story-model")
+    assert not down.reachable
+    with FakeServer(Script(kind="llamacpp", props_ctx=2048), port=port) as s:
+        assert w.probe(make_client(), s.base, "story-model").tokens == 2048
+
+
+def test_a_llamacpp_server_is_asked_its_own_question_first():
+    with FakeServer(Script(kind="llamacpp")) as s:
         probe(s)
         probe(s)
-        assert s.paths().count("/v1/models") == 1
-        now[0] += 599
-        probe(s)
-        assert s.paths().count("/v1/models") == 1
-        now[0] += 2
-        probe(s)
-        assert s.paths().count("/v1/models") == 2
-    with FakeServer(Script(kind="plain")) as s:
-        probe(s)
-        now[0] += 59
-        probe(s)
-        assert s.paths().count("/props") == 1
-        now[0] += 2
-        probe(s)
-        assert s.paths().count("/props") == 2
+        assert s.paths() == ["/api/ps", "/props", "/props"]
+
+
+@pytest.mark.parametrize("wanted, offered, aliases, found", [
+    ("SmolLM2-135M-Instruct.Q4_1.gguf", "/models/SmolLM2-135M-Instruct.Q4_1.gguf", (), True),
+    ("SmolLM2-135M-Instruct.Q4_1", "/models/SmolLM2-135M-Instruct.Q4_1.gguf", (), True),
+    ("/models/SmolLM2-135M-Instruct.Q4_1.gguf", "/models/SmolLM2-135M-Instruct.Q4_1.gguf", (), True),
+    ("smol", "/models/SmolLM2-135M-Instruct.Q4_1.gguf", ("smol",), True),
+    ("qwen2.5:7b", "/models/SmolLM2-135M-Instruct.Q4_1.gguf", ("smol",), False),
+    ("qwen2.5:7b", "qwen2.5:7b", (), True),
+    ("qwen2.5", "qwen2.5:7b", (), False),
+])
+def test_model_names_match_llamacpp_paths_and_aliases(wanted, offered, aliases, found):
+    assert w.model_matches(wanted, offered, aliases) is found
 
 
 def test_declared_override_only_when_the_server_cannot_say():
