@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 from engine import Workbench
 from engine.providers import Text, Usage
 
-__all__ = ["GOAL", "MOVES", "PASSAGES", "Passages", "answer", "plot", "scripted", "summarise"]
+__all__ = ["GOAL", "MOVES", "PASSAGES", "Passages", "answer", "answers", "grid_cells", "plot", "scripted", "summarise"]
 
 # The issue's goal: processed prompt tokens per turn within 2x the new content's.
 GOAL = 2.0
@@ -89,6 +89,44 @@ def scripted(db_path: str | Path, turns: int = 24):
         {"act": lambda: camp.act(text), "direct": lambda: camp.direct(text),
          "continue": camp.continue_story}[mode]()
     return camp
+
+
+def _spec(name: str, path: str, seed: int):
+    """"local" -> the embedded model (seeded), "endpoint" -> the settings' server, else "module:Class"."""
+    from .replay import Factory
+
+    if name == "local":
+        return Factory("engine.providers.embedded:LocalNarrator", {"seed": seed})
+    if name == "endpoint":
+        return "endpoint"
+    return Factory(name, path=str(Path(path).resolve()) if path else None)
+
+
+def grid_cells(narrators: dict[str, str], axes: dict[str, list], *, endpoint_url: str = "", model: str = "",
+               path: str = "", seed: int = 7, **settings) -> list[dict]:
+    """The notebook's grid: every narrator (label -> "local", "endpoint" or
+    "module:Class") across every combination of `axes`, with `settings` in each cell."""
+    from .grid import cells
+
+    out = []
+    for label, name in narrators.items():
+        extra = {"endpoint_url": endpoint_url, "model": model} if name == "endpoint" else {}
+        out += [{**settings, **extra, **cell} for cell in cells({label: _spec(name, path, seed)}, **axes)]
+    return out
+
+
+def answers(table: pd.DataFrame, grid: list[dict], fraction: int = 4) -> pd.DataFrame:
+    """`answer` for every group of cells that differ only in trim_fraction and
+    hold both 0 (slide by one) and `fraction`."""
+    groups: dict[str, dict[int, str]] = {}
+    for cell in grid:
+        if "trim_fraction" in cell:
+            key = cell["label"].replace(f"trim_fraction={cell['trim_fraction']}", "trim_fraction=*")
+            groups.setdefault(key, {})[cell["trim_fraction"]] = cell["label"]
+    rows = [{"group": key, **answer(table, slide=by[0], trimmed=by[fraction])}
+            for key, by in groups.items() if 0 in by and fraction in by and by[0] in table.index
+            and by[fraction] in table.index]
+    return pd.DataFrame(rows)
 
 
 def _steps(floors: pd.Series) -> int:
