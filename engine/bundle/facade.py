@@ -125,7 +125,9 @@ def import_ai_dungeon(workbench: Workbench, path_or_dict: Any, *, answers: dict[
     """An AI Dungeon scenario or adventure as a new campaign; a bare story-card
     list as cards (or, as_knowledge, one knowledge source), added to
     `campaign_id` or to a new campaign named after the file."""
-    data = load(path_or_dict)
+    from .interop import read_any
+
+    data = read_any(path_or_dict)  # a PNG or .charx is read too, so that it is refused by name
     title = _stem(path_or_dict) or "AI Dungeon story cards"
     if isinstance(data, list):
         plan = read_ai_dungeon_cards(data, as_knowledge=as_knowledge, classification=classification, title=title)
@@ -142,7 +144,9 @@ def import_sillytavern(workbench: Workbench, path_or_dict: Any, *, as_knowledge:
     """SillyTavern World Info as story cards, or (as_knowledge) as one
     knowledge source; into `campaign_id`, or a new campaign named after it.
     `protagonist` is the name {{user}} stands for."""
-    data = load(path_or_dict)
+    from .interop import read_any
+
+    data = read_any(path_or_dict)  # a PNG or .charx is read too, so that it is refused by name
     plan = read_sillytavern(data, as_knowledge=as_knowledge, attach=campaign_id is not None,
                             fallback_title=_stem(path_or_dict), classification=classification,
                             protagonist=protagonist)

@@ -272,3 +272,32 @@ def test_the_character_card_importer_refuses_world_info(counted):
     with pytest.raises(BundleRefused, match="SillyTavern World Info"):
         import_character_card(wb, DATA / "sillytavern-eldoria-2023.json")
     assert census() == before
+
+
+def test_a_png_card_handed_to_the_world_info_importer_is_refused_by_name(counted):
+    wb, census = counted
+    before = census()
+    with pytest.raises(BundleRefused, match="character card.*import_file"):
+        facade.import_sillytavern(wb, DATA / "v2-seraphina-small.png")
+    assert census() == before
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+                        st.sampled_from(["entries", "keys", "key", "content", "text", "prompt", "actions", "spec",
+                                         "data", "name", "first_mes", "mes_example", "lorebookVersion", "worldinfo",
+                                         "gamestarted", "authorsnote", "storyCards", "value", "title", "memory",
+                                         "character_book", "enabled", "constant", "displayName", "category",
+                                         "categories", "type", "comment", "disable", "uid"]), inner, max_size=6),
+                    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON, st.sampled_from(sorted(READERS)))
+def test_any_json_is_read_or_refused_never_crashed(data, reader):
+    from engine.bundle.plan import Plan
+
+    try:
+        assert isinstance(READERS[reader](data), Plan)
+    except BundleRefused:
+        pass
