@@ -18,6 +18,8 @@ from tqdm.auto import tqdm
 from engine import Workbench
 from engine.providers import Text, Usage
 
+from .replay import Step, move
+
 __all__ = ["GOAL", "MOVES", "PASSAGES", "Passages", "answer", "answers", "grid_cells", "plot", "scripted", "summarise"]
 
 # The goal: processed prompt tokens per turn within 2x the new content's.
@@ -86,8 +88,7 @@ def scripted(db_path: str | Path, turns: int = 24):
                            opening="The last ferry has gone and the quay is empty.")
     for i in tqdm(range(turns), desc="recording", leave=False):
         mode, text = MOVES[i % len(MOVES)]
-        {"act": lambda: camp.act(text), "direct": lambda: camp.direct(text),
-         "continue": camp.continue_story}[mode]()
+        move(camp, Step(mode, text, ""))()
     return camp
 
 

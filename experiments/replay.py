@@ -28,7 +28,7 @@ from engine.store import CampaignRow
 
 from .retrying import until_accepted
 
-__all__ = ["FACT_COLUMNS", "Factory", "Recording", "Step", "facts", "join", "play", "record", "replay"]
+__all__ = ["FACT_COLUMNS", "Factory", "Recording", "Step", "facts", "join", "move", "play", "record", "replay"]
 
 # Campaign columns that shape the prompt; copied so a replay is shown the same standing text.
 BRIEF_FIELDS = ("title", "premise", "protagonist", "ai_instructions", "authors_note", "narration_length", "canon")
@@ -101,8 +101,9 @@ def _brief(camp: Campaign) -> dict:
 
 
 def _knowledge(camp: Campaign) -> tuple[dict, ...]:
-    from engine.store.knowledge_tables import KnowledgeSourceRow
     from sqlalchemy import select
+
+    from engine.store.knowledge_tables import KnowledgeSourceRow
 
     with camp.workbench.db.reading() as s:
         rows = s.scalars(select(KnowledgeSourceRow).where(KnowledgeSourceRow.campaign_id == camp.id)
@@ -242,7 +243,13 @@ def _setup(recording: Recording, wb: Workbench, narrator, embedder, keep: int, s
     return camp
 
 
-def _move(camp: Campaign, step: Step, on_text):
+def _stamp(first: list):
+    """An on_text callback noting when the first words arrived."""
+    return lambda _text: first or first.append(time.perf_counter())
+
+
+def move(camp: Campaign, step: Step, on_text=None):
+    """The call that plays `step` on `camp`, not yet made: a refused turn is tried by calling it again."""
     if step.mode == "act":
         return lambda: camp.act(step.text, on_text=on_text)
     if step.mode == "direct":
@@ -264,8 +271,7 @@ def play(recording: Recording, db_path: str | Path, *, narrator: Any = None, emb
         done, failed = {}, []
         for number, step in enumerate(tqdm(recording.steps, desc=label, disable=not progress, leave=False), 1):
             started, first, refused = time.perf_counter(), [], []
-            turn = until_accepted(_move(camp, step, lambda _t: first or first.append(time.perf_counter())),
-                                  refused=refused, required=False)
+            turn = until_accepted(move(camp, step, _stamp(first)), refused=refused, required=False)
             if turn is None:
                 failed.append({"turn": number, "mode": step.mode, "input": step.text, "refusals": len(refused),
                                "refusal": refused[-1] if refused else ""})
