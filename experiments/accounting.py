@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from engine.campaign import SECTION_COLUMNS
+from engine.turns.record import SECTION_COLUMNS
 
 __all__ = ["SECTIONS", "frame", "verdicts", "metrics", "plot"]
 

@@ -43,6 +43,12 @@ def _inside(path: Path, folder: Path) -> bool:
     return folder.resolve() in path.resolve().parents
 
 
+def _shown(path: Path) -> str:
+    """Relative to the project when inside it: executed evidence names no machine's folders."""
+    full = path.resolve()
+    return str(full.relative_to(ROOT)) if _inside(full, ROOT) else str(path)
+
+
 def _plain(value: Any) -> Any:
     """JSON-safe: numpy scalars to Python, NaN to None."""
     if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
@@ -88,7 +94,7 @@ class Results:
         moved = self.asked is not None and self.asked.resolve() != self.sidecar.resolve()
         why = (f" (not {self.asked}: evidence/ is written only with {EVIDENCE_SWITCH}=1, as make evidence sets)"
                if moved else "")
-        print(f"Results written to {self.sidecar}{why}.")
+        print(f"Results written to {_shown(self.sidecar)}{why}.")
         return self.sidecar
 
 
