@@ -68,9 +68,11 @@ _CONTEXT_WORDS = re.compile(r"context|too long|exceed|maximum .*length|n_ctx|max
 
 
 def reply_limit(max_tokens: int) -> int:
-    """Tokens read before a stream is cut: the cap plus a quarter (at least 64),
-    because servers count with their own tokenizer, not ours."""
-    return max_tokens + max(64, max_tokens // 4)
+    """Our tokens read before a stream is cut: twice the cap plus 64. Pieces
+    arrive one server token at a time and each is counted alone, which
+    doubles some ("word " is two cl100k tokens, one of SmolLM2's); a server
+    that honours max_tokens never comes near this, an endless one is cut."""
+    return 2 * max_tokens + 64
 
 
 def _clean(text: str) -> str:
