@@ -15,13 +15,13 @@ import pandas as pd
 from sqlalchemy import select
 
 from . import display, narrative
-from .context import Report
 from .errors import NotAllowed, NotFound
 from .store import CampaignRow, NodeRow, TurnRecordRow
 from .store.narrative_tables import StateEventRow
 from .story import StoryTree, savepoints
-from .turns import TurnRequest, campaign_lock, run_turn
-from .turns.runner import narrative_step
+from .turns import TurnRequest, campaign_lock, record, run_turn
+from .turns.record import SECTION_COLUMNS  # noqa: F401  (experiments/accounting.py reads it here)
+from .turns.write import Take, write_state, write_turn
 from .views import Entry, SavePoint, Turn
 
 if TYPE_CHECKING:
@@ -174,20 +174,10 @@ class Campaign:
             if node is None:
                 raise NotAllowed("There is no story yet to correct.")
             before = dict(tree.campaign.state or {})
-            at = {"branch_id": node.branch_id, "depth": node.depth}
-            outcome = narrative.apply(before, events, source="correction", at=at)
-            if not outcome.accepted:
+            outcome = write_state(tree.session, tree.campaign, node, before, events, source="correction", note=note)
+            if not outcome.accepted:  # raised inside the transaction: nothing is written
                 raise NotAllowed("Nothing was corrected: " + "; ".join(
                     f"{_event_name(e)}: {r}" for e, r in outcome.rejected) + ".")
-            node.state_after = outcome.state
-            tree.campaign.state = outcome.state
-            for item in outcome.accepted:
-                tree.session.add(StateEventRow(campaign_id=self.id, node_id=node.id, source="correction",
-                                               event=item["event"], note=note))
-            for event, reason in outcome.rejected:
-                tree.session.add(StateEventRow(campaign_id=self.id, node_id=node.id, source="correction",
-                                               event=event if isinstance(event, dict) else {"raw": repr(event)},
-                                               accepted=False, reason=str(reason), note=note))
             return Correction([i["event"] for i in outcome.accepted],
                               [(e, str(r)) for e, r in outcome.rejected],
                               narrative.describe_diff(narrative.diff(before, outcome.state)))
@@ -362,9 +352,8 @@ class Campaign:
                 raise NotAllowed("Only narration can be edited; to change what you did, undo and act again.")
             before = tree.node_at(node.depth - 1, tree_path(tree, node)) if node.depth > 0 else None
             state = dict(before.state_after or {}) if before is not None else {}
-            take = tree.add_take(node, extraction.prose.strip(), state, edited=True, raw_text=text)
-            narrative_step(tree.session, tree.campaign, take, state, extraction)
-            return take.id
+            take = Take(extraction.prose.strip(), text, state, extraction, retry_of=node.id, edited=True)
+            return write_turn(tree.session, tree.campaign, take).id
         return self.turn(self._change("edit", go))
 
     def save_point(self, name: str, note: str = "") -> SavePoint:
@@ -396,7 +385,7 @@ class Campaign:
             tree = self._tree(s)
             node = tree.node(node_id)
             takes = tree.takes(node)
-            record = s.get(TurnRecordRow, node_id)
+            kept = record.load(s, node)
             parent = s.get(NodeRow, node.parent_id) if node.parent_id else None
             return Turn(
                 id=node.id,
@@ -406,28 +395,41 @@ class Campaign:
                 reasoning=node.reasoning,
                 take=[t.id for t in takes].index(node.id) + 1,
                 takes=len(takes),
-                narrator=record.narrator if record else "",
-                report=Report(record.report) if record else Report(),
-                usage=dict(record.usage) if record else {},
-                accounting=dict(record.accounting) if record else {},
-                window=dict(record.window) if record else {},
-                timings=dict(record.timings) if record else {},
+                narrator=kept.narrator,
+                report=kept.report,
+                usage=kept.usage,
+                accounting=kept.accounting,
+                window=kept.window,
+                timings=kept.timings,
             )
 
-    def records(self) -> pd.DataFrame:
-        """One row per narrated turn on the story being read."""
+    def records(self, *, takes: str = "played") -> pd.DataFrame:
+        """One row per narration: `takes="played"` (the default) covers the story
+        being read, opening to head; `takes="all"` every take ever written, each
+        with `on_path`. Columns are `engine.turns.record.RECORD_COLUMNS` after the
+        story ones; no prompt text is loaded (`camp.turn(node_id).report` has it)."""
+        if takes not in ("played", "all"):
+            raise NotAllowed(f"records(takes=...) is 'played' or 'all', not {takes!r}.")
         with self._db.reading() as s:
-            nodes = self._tree(s).path().nodes(s)
+            path = self._tree(s).path()
+            if takes == "played":
+                nodes = path.nodes(s)
+            else:
+                nodes = list(s.scalars(select(NodeRow).where(NodeRow.campaign_id == self.id).order_by(NodeRow.depth,
+                                                                                                     NodeRow.id)))
             by_id = {n.id: n for n in nodes}
             narrations = [n for n in nodes if n.kind == "narrator"]
-            records = {
-                r.node_id: r
-                for r in s.scalars(select(TurnRecordRow).where(TurnRecordRow.node_id.in_([n.id for n in narrations])))
-            }
+            rows = {r.node_id: r for r in _records_of(s, [n.id for n in narrations])}
+            missing = {n.parent_id for n in narrations if n.parent_id not in by_id and n.parent_id is not None}
+            by_id.update({n.id: n for n in s.scalars(select(NodeRow).where(NodeRow.id.in_(missing)))})
             counts = _take_counts(s, self.id, narrations)
-            rows = [_record_row(i + 1, n, by_id.get(n.parent_id), records.get(n.id), counts.get(n.id, (1, 1)))
-                    for i, n in enumerate(narrations)]
-        return pd.DataFrame(rows, columns=RECORD_COLUMNS)
+            data = [_record_row(i + 1, n, by_id.get(n.parent_id), rows.get(n.id), counts.get(n.id, (1, 1)),
+                                path.contains(n.branch_id, n.depth)) for i, n in enumerate(narrations)]
+        frame = pd.DataFrame(data, columns=STORY_COLUMNS + record.RECORD_COLUMNS)
+        frame.attrs.update(takes=takes, campaign_id=self.id, record_version=record.RECORD_VERSION,
+                           covers="the story being read, opening to head" if takes == "played"
+                           else "every take ever written (on_path marks the story being read)")
+        return frame
 
     @property
     def story(self) -> str:
@@ -441,66 +443,27 @@ class Campaign:
         return f"<Campaign {self.id} {self.title!r}>"
 
 
-SECTION_COLUMNS = {
-    "tok_system": ("narrator_rules", "emit_rule", "campaign_canon", "ai_instructions", "premise", "protagonist"),
-    "tok_knowledge": ("knowledge",),
-    "tok_history": ("history", "input"),
-    "tok_summary": ("story_summary",),
-    "tok_memories": ("memories",),
-    "tok_state": ("narrative_state",),
-    "tok_hints": ("length_hint", "reminder"),
-}
-RECORD_COLUMNS = [
-    "turn", "node_id", "depth", "mode", "input", "text", "words", "take", "takes", "narrator",
-    "budget", "window", "window_source", "window_verified", "estimate_tokens", *SECTION_COLUMNS,
-    "prompt_tokens", "completion_tokens", "accounting", "history_included", "history_total", "floor_depth",
-    "prepare_ms", "generate_ms", "created_at",
-]
+STORY_COLUMNS = ["turn", "node_id", "depth", "mode", "input", "text", "words", "take", "takes", "on_path",
+                 "created_at"]
 
 
-def _section_tokens(report: dict) -> dict[str, int]:
-    out = dict.fromkeys(SECTION_COLUMNS, 0)
-    for section in report.get("sections", []):
-        name = section["name"]
-        for column, names in SECTION_COLUMNS.items():
-            if name in names or (column == "tok_knowledge" and name.startswith("knowledge")):
-                out[column] += section["tokens"]
-                break
-    return out
+def _records_of(session, node_ids: list[int]):
+    for i in range(0, len(node_ids), 500):  # SQLite's bound-parameter limit
+        yield from session.scalars(select(TurnRecordRow).where(TurnRecordRow.node_id.in_(node_ids[i:i + 500])))
 
 
-def _record_row(turn, node, parent, record, take_count) -> dict:
+def _record_row(turn, node, parent, row, take_count, on_path: bool) -> dict:
     mode = {"player": "act", "direction": "direct"}.get(parent.kind, "continue") if parent else "continue"
-    report = record.report if record else {}
-    usage = record.usage if record else {}
-    timings = record.timings if record else {}
-    return {
-        "turn": turn,
-        "node_id": node.id,
-        "depth": node.depth,
-        "mode": "edit" if node.edited else mode,
-        "input": parent.text if parent is not None and parent.kind != "narrator" and parent.kind != "start" else "",
-        "text": node.text,
-        "words": len(node.text.split()),
-        "take": take_count[0],
-        "takes": take_count[1],
-        "narrator": record.narrator if record else "",
-        "budget": report.get("tokens", {}).get("budget"),
-        "window": (record.window or {}).get("tokens") if record else None,
-        "window_source": (record.window or {}).get("source") if record else None,
-        "window_verified": (record.window or {}).get("verified") if record else None,
-        "estimate_tokens": report.get("tokens", {}).get("estimate", report.get("estimate")),
-        **_section_tokens(report),
-        "prompt_tokens": usage.get("prompt_tokens"),
-        "completion_tokens": usage.get("completion_tokens"),
-        "accounting": (record.accounting or {}).get("status") if record else None,
-        "history_included": report.get("history", {}).get("included"),
-        "history_total": report.get("history", {}).get("total"),
-        "floor_depth": report.get("history", {}).get("floor_depth"),
-        "prepare_ms": timings.get("prepare_ms"),
-        "generate_ms": timings.get("generate_ms"),
-        "created_at": node.created_at,
+    story = {
+        "turn": turn, "node_id": node.id, "depth": node.depth, "mode": "edit" if node.edited else mode,
+        "input": parent.text if parent is not None and parent.kind in ("player", "direction") else "",
+        "text": node.text, "words": len(node.text.split()), "take": take_count[0], "takes": take_count[1],
+        "on_path": on_path, "created_at": node.created_at,
     }
+    if row is None:
+        return {**story, **dict.fromkeys(record.RECORD_COLUMNS)}
+    return {**story, **record.record_columns(row.narrator, row.report or {}, row.usage or {}, row.window or {},
+                                             row.accounting or {}, row.timings or {})}
 
 
 def _event_name(event) -> str:

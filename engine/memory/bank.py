@@ -24,7 +24,7 @@ from .vectors import CACHE, pack
 
 __all__ = [
     "MEMORY_INTERVAL", "MEMORY_START", "SETTLE_SLACK", "MAX_MEMORIES_PER_RUN", "MAX_EMBED_BATCH",
-    "on_path", "story_after", "memory_anchor", "due_block", "write_due_memories", "embed_pending",
+    "on_path", "story_after", "recent_story", "memory_anchor", "due_block", "write_due_memories", "embed_pending",
     "evict", "record_use", "set_vector", "generate",
 ]
 
@@ -49,13 +49,28 @@ def story_after(session, path: Path, after: int, limit: int | None = None) -> li
     return list(session.scalars(query.limit(limit) if limit else query))
 
 
+def recent_story(session, path: Path, n: int) -> list[str]:
+    """The texts of the newest `n` story nodes on `path`, oldest first.
+
+    Read newest-first with a limit, as text only: loading the whole path as
+    ORM rows to keep four cost 27 ms at 1,000 turns against 0.2 ms for this."""
+    if path.depth < 0 or n <= 0:
+        return []
+    rows = session.execute(select(NodeRow.text).where(path.clause(), NodeRow.kind.in_(STORY_KINDS))
+                           .order_by(NodeRow.depth.desc()).limit(n)).scalars().all()
+    return list(reversed(rows))
+
+
 def memory_anchor(session, path: Path) -> int:
     anchor = session.scalar(select(func.max(MemoryRow.source_end)).where(on_path(path)))
     return -1 if anchor is None else anchor
 
 
-def _story_count(session, path: Path) -> int:
-    return session.scalar(select(func.count()).select_from(NodeRow).where(path.clause(), NodeRow.kind.in_(STORY_KINDS)))
+def _story_count(session, path: Path, cap: int) -> int:
+    """How many story nodes the path has, counting no further than `cap`: a
+    whole-path count grew with the campaign and ran after every turn."""
+    few = select(NodeRow.id).where(path.clause(), NodeRow.kind.in_(STORY_KINDS)).limit(cap).subquery()
+    return session.scalar(select(func.count()).select_from(few))
 
 
 @dataclass(frozen=True)
@@ -78,7 +93,7 @@ def due_block(session, campaign: CampaignRow) -> Block | None:
     path = tree.path()
     anchor = memory_anchor(session, path)
     after = story_after(session, path, anchor, MEMORY_INTERVAL + SETTLE_SLACK)
-    if len(after) < MEMORY_INTERVAL + SETTLE_SLACK or _story_count(session, path) < MEMORY_START:
+    if len(after) < MEMORY_INTERVAL + SETTLE_SLACK or _story_count(session, path, MEMORY_START) < MEMORY_START:
         return None
     block = after[:MEMORY_INTERVAL]
     return Block([(n.branch_id, n.depth, n.text) for n in block], cast_brief(campaign.protagonist, campaign.state))

@@ -14,7 +14,7 @@ from sqlalchemy import select
 from ..context import tokens
 from ..store.memory_tables import MemoryRow
 from ..story.lineage import Path
-from .bank import on_path, story_after
+from .bank import on_path, recent_story
 from .vectors import CACHE, cosine_to
 
 __all__ = ["Recall", "recall", "query_text", "REDUNDANT_SIMILARITY", "RECALL_NODES", "RECALL_TOKENS"]
@@ -40,7 +40,7 @@ class Recall:
 
 def query_text(session, path: Path, pending: str = "") -> str:
     """The newest story nodes, the reader's new input counted among them."""
-    texts = [n.text for n in story_after(session, path, -1)[-RECALL_NODES:]] if path.depth >= 0 else []
+    texts = recent_story(session, path, RECALL_NODES)
     texts = (texts + [pending])[-RECALL_NODES:] if pending else texts
     return tokens.last("\n\n".join(texts), RECALL_TOKENS)
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from sqlite3 import Connection
 
 from ..errors import SchemaTooNew
-from . import cards_tables, knowledge_tables, memory_tables, narrative_tables
+from . import cards_tables, knowledge_tables, memory_tables, narrative_tables, record_tables
 
 __all__ = ["LATEST", "MIGRATIONS", "migrate", "version_of"]
 
@@ -106,6 +106,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     narrative_tables.migrate,  # v4
     cards_tables.migrate,  # v5
     cards_tables.migrate_triggering,  # v6: constant, enabled, origin on story cards
+    record_tables.migrate,  # v7: prompt texts stored once; turn records v2 -> v3
 ]
 LATEST = len(MIGRATIONS)
 

@@ -112,6 +112,16 @@ class TurnRecordRow(Base):
     node: Mapped[NodeRow] = relationship(back_populates="record")
 
 
+class PromptTextRow(Base):
+    """A prompt text kept once per file under its content hash: turn records
+    refer to their system block, summaries, memories and passages by it."""
+
+    __tablename__ = "prompt_texts"
+
+    hash: Mapped[str] = mapped_column(String(32), primary_key=True)
+    text: Mapped[str] = mapped_column(Text)
+
+
 class SavePointRow(Base):
     __tablename__ = "save_points"
 

@@ -22,13 +22,13 @@ from ..providers import Narrator, Prompt, Reasoning, Status, Text, Usage
 from ..providers.accounting import classify_usage
 from ..providers.window import Window, effective_budget
 from ..settings import Settings
-from ..store import CampaignRow, Database, NodeRow, TurnRecordRow
-from ..store.models import utcnow
-from ..store.narrative_tables import StateEventRow
+from ..store import CampaignRow, Database, NodeRow
 from ..story import StoryTree
 from .inputs import direction_line, player_line
+from .record import HistoryRef, history_ref
+from .write import RecordParts, Take, write_turn
 
-__all__ = ["PathHistory", "TurnRequest", "brief_of", "dry_run", "narrative_step", "run_turn"]
+__all__ = ["PathHistory", "TurnRequest", "brief_of", "dry_run", "run_turn"]
 
 MODES = ("act", "direct", "continue", "retry")
 
@@ -48,6 +48,7 @@ class _Plan:
     retry_of: int | None
     memory_ids: list[int]
     state_before: dict
+    history: HistoryRef | None = None
 
 
 class PathHistory:
@@ -56,6 +57,7 @@ class PathHistory:
     def __init__(self, session, path, end: int):
         self.session, self.path = session, path
         self.total = end + 1
+        self.last: list[context.Line] = []  # the lines of the newest read: the builder chose from these
 
     def newest(self, n: int) -> list[context.Line]:
         """Three columns, not ORM rows: building ORM objects for the history was
@@ -65,7 +67,16 @@ class PathHistory:
         rows = self.session.execute(
             select(NodeRow.kind, NodeRow.text, NodeRow.depth).where(self.path.clause())
             .order_by(NodeRow.depth.desc()).limit(n)).all()
-        return [context.Line(kind, text, depth) for kind, text, depth in reversed(rows)]
+        self.last = [context.Line(kind, text, depth) for kind, text, depth in reversed(rows)]
+        return self.last
+
+    def reference(self, report: dict) -> HistoryRef | None:
+        """The history section as a node range, checked against the text it stands for."""
+        section = next((s for s in report["sections"] if s["name"] == "history"), None)
+        included = report["history"]["included"]
+        if section is None or not included:
+            return None
+        return history_ref(section["text"], self.last[-included:])
 
 
 def brief_of(campaign: CampaignRow) -> context.Brief:
@@ -82,8 +93,7 @@ def _knowledge(session, db: Database, campaign: CampaignRow, path, settings: Set
     """The imported passages relevant to the recent story (None when the campaign has no library)."""
     if not knowledge.has_sources(session, campaign.id):
         return None
-    story = [n.text for n in memory.bank.story_after(session, path, -1)[-knowledge.QUERY_STORY_TEXTS:]] \
-        if path.depth >= 0 else []
+    story = memory.bank.recent_story(session, path, knowledge.QUERY_STORY_TEXTS)
     story += [pending] if pending else []
     names = [e.get("name", "") for e in (state.get("entities") or {}).values() if isinstance(e, dict)]
     budget = effective_budget(settings.context_budget, window)
@@ -131,9 +141,10 @@ def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settin
         library = _knowledge(session, db, campaign, path, settings, window, embedder, state, text)
         inputs = context.Inputs(pending=context.Line(kind, text, end + 1) if kind else None, knowledge=library,
                                 **gathered, **protocol)
-        built = context.build(brief_of(campaign), PathHistory(session, path, end), settings, window, inputs)
+        history = PathHistory(session, path, end)
+        built = context.build(brief_of(campaign), history, settings, window, inputs)
         head = (campaign.head_branch_id, campaign.head_depth)
-    return _Plan(head, kind, text, built, retry_of, memory_ids, state)
+    return _Plan(head, kind, text, built, retry_of, memory_ids, state, history.reference(built.report))
 
 
 def _stream(narrator, prompt, on_text, on_reasoning, cancel, reasoning_budget: int = 4096, on_status=None):
@@ -225,61 +236,19 @@ def run_turn(
         "prepare_ms": round((prepared - started) * 1000, 2),
         "generate_ms": round((generated - prepared) * 1000, 2),
     }
-    return _commit(db, campaign_id, plan, prose, raw, reasoning, usage, narrator, window, accounting, timings,
-                   extraction)
+    record = RecordParts(narrator.model_id, report, usage.as_dict(), window.as_dict(), accounting, timings,
+                         plan.history)
+    take = Take(prose, raw, plan.state_before, extraction, reasoning, plan.retry_of, plan.input_kind,
+                plan.input_text, record=record, memory_ids=tuple(plan.memory_ids))
+    return _commit(db, campaign_id, plan.head, take)
 
 
-def narrative_step(session, campaign, node, state: dict, extraction) -> dict:
-    """Apply what the narrator proposed to the state before the turn; the node
-    keeps the result as its snapshot and the head takes it."""
-    at = {"branch_id": node.branch_id, "depth": node.depth}
-    outcome = narrative.apply(state, extraction.events or [], source="narrator", at=at)
-    node.state_after = outcome.state
-    campaign.state = outcome.state
-    for item in outcome.accepted:
-        session.add(StateEventRow(campaign_id=campaign.id, node_id=node.id, source="narrator", event=item["event"]))
-    for event, reason in outcome.rejected:
-        session.add(StateEventRow(campaign_id=campaign.id, node_id=node.id, source="narrator",
-                                  event=event if isinstance(event, dict) else {"raw": repr(event)},
-                                  accepted=False, reason=str(reason)))
-    diff = narrative.diff(state, outcome.state)
-    return {"proposed": extraction.events is not None, "accepted": len(outcome.accepted),
-            "rejected": [{"event": e, "reason": str(r)} for e, r in outcome.rejected],
-            "removals": [{"rule": rule, "text": text[:300]} for rule, text in extraction.removals],
-            "changes": narrative.describe_diff(diff)}
-
-
-def _commit(db, campaign_id, plan, prose, raw, reasoning, usage, narrator, window, accounting, timings,
-            extraction) -> int:
+def _commit(db: Database, campaign_id: int, head: tuple[int | None, int], take: Take) -> int:
     with db.writing() as session:
         campaign = session.get(CampaignRow, campaign_id)
-        if (campaign.head_branch_id, campaign.head_depth) != plan.head:
+        if (campaign.head_branch_id, campaign.head_depth) != head:
             raise TurnFailed(
                 "The story moved while this turn was being narrated (another window or process "
                 "changed it), so nothing was written. Look at the story and try again."
             )
-        tree = StoryTree(session, campaign)
-        state = plan.state_before
-        if plan.retry_of is not None:
-            node = tree.add_take(tree.node(plan.retry_of), prose, state, raw_text=raw, reasoning=reasoning)
-        else:
-            if plan.input_kind:
-                tree.append(plan.input_kind, plan.input_text, state)
-            node = tree.append("narrator", prose, state, raw_text=raw, reasoning=reasoning)
-        changes = narrative_step(session, campaign, node, state, extraction)
-        plan.built.report["narrative"] = changes
-        session.add(
-            TurnRecordRow(
-                node_id=node.id,
-                narrator=narrator.model_id,
-                report=dict(plan.built.report),
-                usage=usage.as_dict(),
-                window=window.as_dict(),
-                accounting=accounting,
-                timings=timings,
-            )
-        )
-        memory.record_use(session, plan.memory_ids)
-        campaign.updated_at = utcnow()
-        session.flush()
-        return node.id
+        return write_turn(session, campaign, take).id

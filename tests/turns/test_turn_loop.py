@@ -33,9 +33,10 @@ def test_direction_reaches_the_narrator_marked_out_of_character(camp, narrator):
 
 def test_a_turn_records_its_prompt_usage_and_timings(camp):
     turn = camp.act("go north")
-    assert "You stand at the mouth of a sea cave.\n\n> You go north.\n\n[Hard limit:" in turn.report["story"]
-    assert turn.report["system"] and turn.report["estimate"] > 0
-    assert turn.usage == {"prompt_tokens": 10, "completion_tokens": 2}
+    story = turn.report["prompt"]["story"]
+    assert "You stand at the mouth of a sea cave.\n\n> You go north.\n\n[Hard limit:" in story
+    assert turn.report["prompt"]["system"] and turn.report["tokens"]["estimate"] > 0
+    assert (turn.usage["prompt_tokens"], turn.usage["completion_tokens"]) == (10, 2)
     assert set(turn.timings) == {"prepare_ms", "generate_ms"}
     assert turn.narrator == "scripted"  # CountingNarrator keeps ScriptedNarrator's model id
 

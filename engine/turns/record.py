@@ -1,0 +1,312 @@
+"""The turn record: what one take was shown and what came back, kept once.
+
+This module owns the record. It defines the names every reader uses (the
+`Turn` view, `records()`, the report display, bundles), the one function that
+writes a turn, and the round trip between the report the builder made and the
+compact form that is stored.
+
+Why compact: the v2 record kept each prompt three times (the sections' texts,
+`prompt`, and `system`/`story`), about 180 KB per turn at a 16k budget, and a
+3,000-turn campaign weighed 701 MB. A v3 record keeps only what cannot be
+derived again: each long text is stored once per database in `prompt_texts`
+under its content hash (the system block, a summary or a retrieved passage
+that recurs costs one row however many takes show it), and the history
+section, which is most of every prompt, is a depth range on the take's own
+path. The reference is written only after the rebuilt text was compared with
+the text that was sent, so the exact prompt always comes back byte for byte.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.dialects.sqlite import insert
+
+from ..context import Line, Report, render_line
+from ..context.builder import SEPARATOR
+from ..store import NodeRow, TurnRecordRow
+from ..store.models import PromptTextRow
+from ..story.lineage import branch_table, path_to
+
+__all__ = [
+    "RECORD_VERSION", "RECORD_COLUMNS", "SECTION_COLUMNS", "HistoryRef", "TurnRecord", "compact", "expand",
+    "hashes_of", "history_ref", "load", "record_columns", "store_texts", "stored_texts", "text_hash",
+    "write_record",
+]
+
+RECORD_VERSION = 3
+# Keys whose long string values move to `prompt_texts`. Anything shorter than
+# MIN_STASHED characters stays inline: a reference is a 32-character hash plus
+# a row, so a short label would cost more stored than kept.
+TEXT_KEYS = ("text", "rendered", "authors_note")
+MIN_STASHED = 48
+REF = "#"  # "text#": "<hash>" stands for "text": <the stored text>
+# Names a v2 report carried twice; rebuilt on load for readers that have not
+# moved to the canonical names yet (tokens.*, prompt.*), never stored.
+LEGACY_ALIASES = ("prompt", "system", "story", "budget", "estimate")
+
+
+def text_hash(value: str) -> str:
+    """128 bits of BLAKE2b: a collision among one file's prompt texts is not a practical concern."""
+    return hashlib.blake2b(value.encode("utf-8"), digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True)
+class HistoryRef:
+    """The history section as nodes `first`..`last` of the take's path, with
+    the author's note (if any) inserted before line `note_at`."""
+
+    first: int
+    last: int
+    note_at: int | None = None
+    authors_note: str = ""
+
+
+def _join_history(lines: Sequence[str], note_at: int | None, note: str) -> str:
+    parts = list(lines)
+    if note_at is not None:
+        parts.insert(note_at, note)
+    return SEPARATOR.join(parts)
+
+
+def history_ref(section_text: str, lines: Sequence[Line]) -> HistoryRef | None:
+    """A reference that rebuilds `section_text` exactly from `lines` (the newest
+    nodes the builder included), or None when it cannot (a truncated oldest
+    node, for one): the caller then stores the text itself."""
+    if not lines or any(x.depth is None for x in lines):
+        return None
+    rendered = [render_line(x) for x in lines]
+    first, last = lines[0].depth, lines[-1].depth
+    if last - first + 1 != len(lines):
+        return None
+    if _join_history(rendered, None, "") == section_text:
+        return HistoryRef(first, last)
+    # The builder inserts the author's note a few lines from the end; find it
+    # by what surrounds it instead of knowing that rule here.
+    for at in range(len(rendered), -1, -1):
+        head, tail = SEPARATOR.join(rendered[:at]), SEPARATOR.join(rendered[at:])
+        prefix = head + SEPARATOR if at else ""
+        suffix = SEPARATOR + tail if at < len(rendered) else ""
+        if section_text.startswith(prefix) and section_text.endswith(suffix):
+            note = section_text[len(prefix): len(section_text) - len(suffix)]
+            if note and _join_history(rendered, at, note) == section_text:
+                return HistoryRef(first, last, at, note)
+    return None
+
+
+# ------------------------------------------------------------------ pure: compact <-> expand
+def _stash(value, texts: dict[str, str]):
+    if isinstance(value, list):
+        return [_stash(v, texts) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for key, item in value.items():
+        if key in TEXT_KEYS and isinstance(item, str) and len(item) >= MIN_STASHED:
+            digest = text_hash(item)
+            texts[digest] = item
+            out[key + REF] = digest
+        else:
+            out[key] = _stash(item, texts)
+    return out
+
+
+def _unstash(value, texts: Mapping[str, str]):
+    if isinstance(value, list):
+        return [_unstash(v, texts) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for key, item in value.items():
+        if key.endswith(REF) and key[:-1] in TEXT_KEYS and isinstance(item, str):
+            out[key[:-1]] = texts.get(item, "")
+        else:
+            out[key] = _unstash(item, texts)
+    return out
+
+
+def compact(report: Mapping, history: HistoryRef | None = None) -> tuple[dict, dict[str, str]]:
+    """The stored form of a built report, and the texts it refers to by hash."""
+    body = {k: v for k, v in report.items() if k not in LEGACY_ALIASES}
+    sections = []
+    for section in body.get("sections", []):
+        section = dict(section)
+        if section.get("name") == "history" and history is not None:
+            section.pop("text", None)
+            section["nodes"] = [history.first, history.last]
+            if history.note_at is not None:
+                section.update(note_at=history.note_at, authors_note=history.authors_note)
+        sections.append(section)
+    body["sections"] = sections
+    texts: dict[str, str] = {}
+    stored = _stash(body, texts)
+    stored["version"] = RECORD_VERSION
+    return stored, texts
+
+
+def hashes_of(stored) -> set[str]:
+    """Every text hash a stored report refers to."""
+    found: set[str] = set()
+
+    def walk(value):
+        if isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if key.endswith(REF) and isinstance(item, str):
+                    found.add(item)
+                else:
+                    walk(item)
+    walk(stored)
+    return found
+
+
+def expand(stored: Mapping, texts: Mapping[str, str], history: Callable[[int, int], list[Line]]) -> Report:
+    """The full report a reader sees, the exact prompt included. A v2 report
+    (no `version`) is returned as it was stored."""
+    if not isinstance(stored, Mapping) or stored.get("version") != RECORD_VERSION:
+        return Report(stored if isinstance(stored, Mapping) else {})
+    body = _unstash({k: v for k, v in stored.items() if k != "version"}, texts)
+    for section in body.get("sections", []):
+        if "nodes" in section and "text" not in section:
+            first, last = section["nodes"]
+            lines = [render_line(x) for x in history(first, last)]
+            section["text"] = _join_history(lines, section.get("note_at"), section.get("authors_note", ""))
+    system = SEPARATOR.join(s.get("text", "") for s in body.get("sections", []) if s.get("part") == "system")
+    story = SEPARATOR.join(s.get("text", "") for s in body.get("sections", []) if s.get("part") == "story")
+    tokens = body.get("tokens", {})
+    return Report({
+        **body, "version": RECORD_VERSION, "prompt": {"system": system, "story": story},
+        # legacy aliases (see LEGACY_ALIASES)
+        "system": system, "story": story, "estimate": tokens.get("estimate"),
+        "budget": {"configured": tokens.get("configured_budget"), "effective": tokens.get("budget"),
+                   "reserve": tokens.get("safety_reserve"), "max_output": tokens.get("output_reserve")},
+    })
+
+
+# ------------------------------------------------------------------ the record's names, as columns
+SECTION_COLUMNS = {
+    "tok_system": ("narrator_rules", "emit_rule", "campaign_canon", "ai_instructions", "premise", "protagonist"),
+    "tok_knowledge": ("knowledge",),
+    "tok_history": ("history", "input"),
+    "tok_summary": ("story_summary",),
+    "tok_memories": ("memories",),
+    "tok_state": ("narrative_state",),
+    "tok_hints": ("length_hint", "reminder"),
+}
+USAGE_COLUMNS = ("prompt_tokens", "completion_tokens", "cached_tokens", "processed_tokens", "prompt_ms",
+                 "generation_ms")
+RECORD_COLUMNS = [
+    "narrator", "record_version", "budget", "window", "window_source", "window_verified", "estimate_tokens",
+    *SECTION_COLUMNS, *USAGE_COLUMNS, "accounting", "history_included", "history_total", "history_first",
+    "history_last", "floor_depth", "memories_used", "knowledge_used", "state_accepted", "prepare_ms",
+    "generate_ms",
+]
+
+
+def _section_tokens(sections) -> dict[str, int]:
+    out = dict.fromkeys(SECTION_COLUMNS, 0)
+    for section in sections or []:
+        name = section.get("name", "")
+        for column, names in SECTION_COLUMNS.items():
+            if name in names or (column == "tok_knowledge" and name.startswith("knowledge")):
+                out[column] += section.get("tokens") or 0
+                break
+    return out
+
+
+def record_columns(narrator: str, report: Mapping, usage: Mapping, window: Mapping, accounting: Mapping,
+                   timings: Mapping) -> dict:
+    """One take's record flattened to the RECORD_COLUMNS names; reads v2 and v3
+    alike, and needs no prompt text, so a table of 10,000 turns loads none."""
+    tokens, hist = report.get("tokens") or {}, report.get("history") or {}
+    history_nodes = next((s.get("nodes") for s in report.get("sections", []) if s.get("name") == "history"), None)
+    knowledge, memories = report.get("knowledge") or {}, report.get("memories") or {}
+    return {
+        "narrator": narrator, "record_version": report.get("version", 2) if report else None,
+        "budget": tokens.get("budget"), "window": window.get("tokens"), "window_source": window.get("source"),
+        "window_verified": window.get("verified"), "estimate_tokens": tokens.get("estimate", report.get("estimate")),
+        **_section_tokens(report.get("sections")),
+        **{name: usage.get(name) for name in USAGE_COLUMNS},
+        "accounting": accounting.get("status"), "history_included": hist.get("included"),
+        "history_total": hist.get("total"),
+        "history_first": history_nodes[0] if history_nodes else None,
+        "history_last": history_nodes[1] if history_nodes else None,
+        "floor_depth": hist.get("floor_depth"), "memories_used": len(memories.get("used") or []),
+        "knowledge_used": len(knowledge.get("used") or []),
+        "state_accepted": (report.get("narrative") or {}).get("accepted"),
+        "prepare_ms": timings.get("prepare_ms"), "generate_ms": timings.get("generate_ms"),
+    }
+
+
+# ------------------------------------------------------------------ runners: read and write
+@dataclass(frozen=True)
+class TurnRecord:
+    """One take's record as every reader sees it."""
+
+    node_id: int
+    narrator: str = ""
+    report: Report = field(default_factory=Report)
+    usage: dict = field(default_factory=dict)
+    window: dict = field(default_factory=dict)
+    accounting: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+
+    @property
+    def version(self) -> int:
+        return self.report.get("version", 2) if self.report else 0
+
+    @property
+    def prompt(self) -> tuple[str, str]:
+        """(system, story) exactly as the narrator was sent them."""
+        p = self.report.get("prompt") or {}
+        return p.get("system", ""), p.get("story", "")
+
+
+def store_texts(session, texts: Mapping[str, str]) -> None:
+    """Insert the texts not stored yet; a text already kept costs nothing."""
+    if texts:
+        session.execute(insert(PromptTextRow).on_conflict_do_nothing(),
+                        [{"hash": h, "text": t} for h, t in texts.items()])
+
+
+def stored_texts(session, hashes: Iterable[str]) -> dict[str, str]:
+    hashes = list(set(hashes))
+    out: dict[str, str] = {}
+    for i in range(0, len(hashes), 500):  # SQLite's bound-parameter limit
+        out.update(session.execute(select(PromptTextRow.hash, PromptTextRow.text)
+                                   .where(PromptTextRow.hash.in_(hashes[i:i + 500]))).all())
+    return out
+
+
+def write_record(session, node_id: int, narrator: str, report: Mapping, usage: Mapping, window: Mapping,
+                 accounting: Mapping, timings: Mapping, history: HistoryRef | None) -> None:
+    """The only writer of turn_records."""
+    stored, texts = compact(report, history)
+    store_texts(session, texts)
+    session.add(TurnRecordRow(node_id=node_id, narrator=narrator, report=stored, usage=dict(usage),
+                              window=dict(window), accounting=dict(accounting), timings=dict(timings)))
+
+
+def _path_lines(session, node: NodeRow) -> Callable[[int, int], list[Line]]:
+    def lines(first: int, last: int) -> list[Line]:
+        path = path_to(branch_table(session, node.campaign_id), node.branch_id, node.depth)
+        rows = session.execute(select(NodeRow.kind, NodeRow.text, NodeRow.depth)
+                               .where(path.clause(), NodeRow.depth.between(first, last))
+                               .order_by(NodeRow.depth)).all()
+        return [Line(kind, value, depth) for kind, value, depth in rows]
+    return lines
+
+
+def load(session, node: NodeRow) -> TurnRecord:
+    """The record of one take, its exact prompt rebuilt."""
+    row = session.get(TurnRecordRow, node.id)
+    if row is None:
+        return TurnRecord(node.id)
+    stored = row.report or {}
+    report = expand(stored, stored_texts(session, hashes_of(stored)), _path_lines(session, node))
+    return TurnRecord(node.id, row.narrator, report, dict(row.usage or {}), dict(row.window or {}),
+                      dict(row.accounting or {}), dict(row.timings or {}))

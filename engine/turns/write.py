@@ -1,0 +1,98 @@
+"""The one place a turn is written, and the one writer of state events.
+
+A played turn, a retry and an edit all end here, inside the caller's write
+transaction, so "what a turn writes" is decided once: the input node, the
+take, its state snapshot and events, its record, and the memories it used.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import memory, narrative
+from ..store import CampaignRow, NodeRow
+from ..store.models import utcnow
+from ..store.narrative_tables import StateEventRow
+from ..story import StoryTree
+from .record import HistoryRef, write_record
+
+__all__ = ["RecordParts", "Take", "write_state", "write_turn"]
+
+
+@dataclass(frozen=True)
+class RecordParts:
+    """What the narrator was given and what came back (absent for an edit)."""
+
+    narrator: str
+    report: Mapping
+    usage: Mapping
+    window: Mapping
+    accounting: Mapping
+    timings: Mapping
+    history: HistoryRef | None = None
+
+
+@dataclass(frozen=True)
+class Take:
+    """Everything one turn writes, gathered before the write transaction opens."""
+
+    prose: str
+    raw: str
+    state_before: dict
+    extraction: Any  # narrative.Extraction
+    reasoning: str | None = None
+    retry_of: int | None = None  # write a new take beside this narration
+    input_kind: str | None = None  # "player" | "direction" | None for a continue
+    input_text: str = ""
+    edited: bool = False
+    record: RecordParts | None = None
+    memory_ids: Sequence[int] = field(default_factory=tuple)
+
+
+def write_state(session, campaign: CampaignRow, node: NodeRow, state: dict, events, *, source: str,
+                note: str = "") -> narrative.Outcome:
+    """Apply `events` to `state` at `node`: the node keeps the result as its
+    snapshot, the head takes it, and every event is kept for the audit list,
+    applied or refused."""
+    outcome = narrative.apply(state, events, source=source, at={"branch_id": node.branch_id, "depth": node.depth})
+    node.state_after = outcome.state
+    campaign.state = outcome.state
+    for item in outcome.accepted:
+        session.add(StateEventRow(campaign_id=campaign.id, node_id=node.id, source=source, event=item["event"],
+                                  note=note))
+    for event, reason in outcome.rejected:
+        session.add(StateEventRow(campaign_id=campaign.id, node_id=node.id, source=source,
+                                  event=event if isinstance(event, dict) else {"raw": repr(event)},
+                                  accepted=False, reason=str(reason), note=note))
+    return outcome
+
+
+def _changes(before: dict, outcome, extraction) -> dict:
+    return {"proposed": extraction.events is not None, "accepted": len(outcome.accepted),
+            "rejected": [{"event": e, "reason": str(r)} for e, r in outcome.rejected],
+            "removals": [{"rule": rule, "text": text[:300]} for rule, text in extraction.removals],
+            "changes": narrative.describe_diff(narrative.diff(before, outcome.state))}
+
+
+def write_turn(session, campaign: CampaignRow, take: Take) -> NodeRow:
+    """Write one take (and its input) at the head, in the caller's transaction."""
+    tree = StoryTree(session, campaign)
+    state = take.state_before
+    fields = {"raw_text": take.raw, "reasoning": take.reasoning, "edited": take.edited}
+    if take.retry_of is not None:
+        node = tree.add_take(tree.node(take.retry_of), take.prose, state, **fields)
+    else:
+        if take.input_kind:
+            tree.append(take.input_kind, take.input_text, state)
+        node = tree.append("narrator", take.prose, state, **fields)
+    session.flush()
+    outcome = write_state(session, campaign, node, state, take.extraction.events or [], source="narrator")
+    if take.record is not None:
+        r = take.record
+        report = {**r.report, "narrative": _changes(state, outcome, take.extraction)}
+        write_record(session, node.id, r.narrator, report, r.usage, r.window, r.accounting, r.timings, r.history)
+    memory.record_use(session, list(take.memory_ids))
+    campaign.updated_at = utcnow()
+    session.flush()
+    return node
