@@ -8,7 +8,13 @@ child process that owns one `Llama` and its KV cache for as long as the
 workbench runs. The parent sees a crash as a closed pipe and says so; the
 next request starts a new child.
 
-The protocol is tuples over a `multiprocessing` pipe. Requests:
+The child is this file run as a script by path (`python worker.py FD SPEC`),
+not a `multiprocessing` spawn: spawn re-imports the parent's `__main__`, which
+re-runs a user's unguarded script and cannot work from stdin. It imports only
+the standard library and llama_cpp, so it starts in ~0.3 s.
+
+The protocol is pickled tuples over a socket pair (`multiprocessing`'s
+`Connection` framing). Requests:
 ("generate", spec), ("embed", texts), ("smoke",), ("stop",) while a generation
 runs. Replies: ("status", text), ("text", piece), ("reasoning", piece),
 ("usage", dict), ("done",), ("vectors", list), ("error", kind, message).
@@ -17,19 +23,20 @@ on 2 cores, so streaming through the pipe is free in practice.
 """
 from __future__ import annotations
 
-import multiprocessing
+import json
 import os
 import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import Connection
 
 __all__ = ["ModelLoadFailed", "ModelSpec", "WorkerCrashed", "WorkerHandle", "serve"]
 
-# Spawn, not fork: forking a Jupyter kernel copies its threads' locks in
-# whatever state they are in, and the child can deadlock before it starts.
-_CONTEXT = multiprocessing.get_context("spawn")
 # A worker that has not finished a stopped generation within this long is
 # killed and restarted rather than waited for (prompt processing of 8k tokens
 # on SmolLM2 takes ~6 s here; a larger model can take longer, which is fine:
@@ -157,19 +164,24 @@ class WorkerHandle:
     # -- lifecycle
     @property
     def alive(self) -> bool:
-        return self._process is not None and self._process.is_alive()
+        return self._process is not None and self._process.poll() is None
 
     @property
     def info(self) -> dict:
         return dict(self._info)
 
     def _start(self) -> None:
-        parent, child = _CONTEXT.Pipe()
-        process = _CONTEXT.Process(target=serve, args=(child, self.spec), daemon=True,
-                                   name=f"workbench-model-{os.path.basename(self.spec.path)}")
-        process.start()
-        child.close()
-        self._process, self._conn, self._dirty = process, parent, False
+        # A new process, never a fork: forking a Jupyter kernel copies its
+        # threads' locks in whatever state they are in.
+        mine, theirs = socket.socketpair()
+        try:
+            process = subprocess.Popen(
+                [sys.executable, __file__, str(theirs.fileno()), json.dumps(asdict(self.spec))],
+                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, close_fds=True,
+            )
+        finally:
+            theirs.close()
+        self._process, self._conn, self._dirty = process, Connection(mine.detach()), False
         reply = self._recv()
         if reply[0] == "error":
             self.close()
@@ -180,21 +192,27 @@ class WorkerHandle:
         if self._conn is not None:
             self._conn.close()
         if self._process is not None:
-            if self._process.is_alive():
+            if self._process.poll() is None:
                 self._process.kill()
-            self._process.join(timeout=5)
+            try:
+                self._process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
         self._process = self._conn = None
+        self._dirty = False
 
     def kill(self) -> None:
         """Kill the child as a crash would (tests, and a stuck generation)."""
-        if self._process is not None and self._process.is_alive():
+        if self.alive:
             os.kill(self._process.pid, signal.SIGKILL)
 
     def _death(self) -> str:
         process = self._process
         if process is not None:
-            process.join(timeout=2)
-            code = process.exitcode
+            try:
+                code = process.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                code = None
             if code is not None and code < 0:
                 try:
                     return f"it was killed by {signal.Signals(-code).name}"
@@ -215,7 +233,7 @@ class WorkerHandle:
             raise WorkerCrashed(why) from exc
 
     def _ready(self, on_status=None) -> None:
-        if self._dirty:
+        if self._dirty and self._conn is not None:
             self._drain()
         if not self.alive:
             self.close()
@@ -284,3 +302,7 @@ class WorkerHandle:
                     except OSError:
                         pass
                 raise
+
+
+if __name__ == "__main__":  # the child: python worker.py FD SPEC_JSON
+    serve(Connection(int(sys.argv[1])), ModelSpec(**json.loads(sys.argv[2])))

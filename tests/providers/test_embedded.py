@@ -1,11 +1,27 @@
-"""The real embedded narrator, offline: SmolLM2-135M through llama-cpp-python."""
+"""The real embedded narrator, offline: SmolLM2-135M through llama-cpp-python,
+in its own worker process."""
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
 import pytest
 
 from engine import Workbench
-from engine.providers import Prompt, Text, Usage
+from engine.errors import NarratorUnavailable, TurnCancelled, TurnFailed
+from engine.providers import Prompt, Status, Text, Usage
 from engine.providers.embedded import DEFAULT_N_CTX, LocalNarrator, model_path
+from engine.providers.embedders import LlamaEmbedder
+from engine.store import NodeRow, TurnRecordRow
 
 pytestmark = pytest.mark.realmodel
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _rows(wb) -> tuple[int, int]:
+    with wb.db.reading() as s:
+        return s.query(NodeRow).count(), s.query(TurnRecordRow).count()
 
 
 def test_the_model_ships_inside_the_wheel():
@@ -13,16 +29,34 @@ def test_the_model_ships_inside_the_wheel():
     assert path.name.endswith(".gguf") and path.stat().st_size > 50_000_000
 
 
-def test_it_streams_text_and_reports_usage_and_its_window():
+def test_it_streams_text_and_reports_usage_window_and_cache_figures():
     narrator = LocalNarrator()
     window = narrator.context_window()
     assert window.tokens == DEFAULT_N_CTX and window.verified and window.source == "embedded"
-    chunks = list(narrator.execute(Prompt("You narrate a story.", "You stand in a forest.", max_tokens=24)))
+    prompt = Prompt("You narrate a story set in a quiet forest with old oaks and a river.",
+                    "You stand in a forest.", max_tokens=24)
+    chunks = list(narrator.execute(prompt))
     texts = [c for c in chunks if isinstance(c, Text)]
     usage = chunks[-1]
     assert isinstance(usage, Usage) and texts
     assert usage.completion_tokens == len(texts) <= 24
     assert 10 < usage.prompt_tokens < 200
+    assert usage.cached_tokens + usage.processed_tokens == usage.prompt_tokens
+    assert usage.prompt_ms > 0 and usage.generation_ms >= 0
+    # The same system block again: the worker's KV cache serves the shared prefix.
+    again = list(narrator.execute(Prompt(prompt.system, "You walk to the river.", max_tokens=8)))[-1]
+    assert again.cached_tokens >= 15, again
+    assert again.processed_tokens < again.prompt_tokens
+
+
+def test_the_reader_is_told_what_the_model_is_doing_before_the_first_word():
+    narrator = LocalNarrator()
+    narrator.worker.close()  # a cold start, as in a fresh kernel
+    chunks = list(narrator.execute(Prompt("You narrate.", "A door creaks.", max_tokens=8)))
+    first_text = next(i for i, c in enumerate(chunks) if isinstance(c, Text))
+    said = [c.text for c in chunks[:first_text] if isinstance(c, Status)]
+    assert any(s.startswith("Loading the model SmolLM2") for s in said), said
+    assert any("prompt tokens" in s for s in said), said
 
 
 def test_two_turns_through_the_workbench(tmp_path):
@@ -30,17 +64,117 @@ def test_two_turns_through_the_workbench(tmp_path):
     wb.configure(narrator="local", max_output_tokens=48)
     camp = wb.new_campaign("Harbour", premise="A fishing town at dusk.", protagonist="Ines",
                            opening="The harbour bell rings twice.")
-    streamed = []
-    first = camp.act("I walk down to the docks", on_text=streamed.append)
+    streamed, statuses = [], []
+    first = camp.act("I walk down to the docks", on_text=streamed.append, on_status=statuses.append)
     second = camp.continue_story()
-    assert first.text and second.text and first.text == "".join(streamed).strip()
+    assert statuses and first.text and second.text and first.text == "".join(streamed).strip()
     assert [e.kind for e in camp.history()] == ["start", "player", "narrator", "narrator"]
     assert first.usage["completion_tokens"] <= 48 and first.usage["prompt_tokens"] > 0
-    assert first.narrator == LocalNarrator.model_id
+    assert first.narrator == "smollm2-135m-instruct-q4_1"
     assert first.window["tokens"] == DEFAULT_N_CTX and first.window["verified"]
     assert first.accounting["status"] in ("fits", "truncation_suspected", "exceeded")
     assert first.accounting["server_prompt_tokens"] == first.usage["prompt_tokens"]
-    # Reopen: the story is in the file.
+    # The second turn shares the system block and the story so far with the first.
+    assert second.usage["cached_tokens"] > 0
     wb.close()
     again = Workbench.open(tmp_path / "real.db")
     assert [e.text for e in again.campaign(camp.id).history()][-1] == second.text
+
+
+def test_a_model_crash_mid_stream_fails_the_turn_and_nothing_else(tmp_path):
+    """The worker is killed as a native fault would kill it, after its first
+    words: the turn fails in words, nothing is written, this process and the
+    open workbench go on, and the next turn starts the model again."""
+    wb = Workbench.open(tmp_path / "crash.db", background=False)
+    wb.configure(narrator="local", max_output_tokens=64)
+    camp = wb.new_campaign("Mill", premise="A mill by a river.", protagonist="Tam")
+    camp.act("I knock on the mill door")
+    story, rows = [(e.kind, e.text) for e in camp.history()], _rows(wb)
+    worker = wb.narrator.worker
+    killed = []
+
+    def crash(_text):
+        if not killed:
+            killed.append(worker._process.pid)
+            worker.kill()
+
+    with pytest.raises(TurnFailed) as failure:
+        camp.act("I step inside", on_text=crash)
+    message = str(failure.value)
+    assert "embedded model crashed" in message and "SIGKILL" in message and "nothing was written" in message
+    assert [(e.kind, e.text) for e in camp.history()] == story and _rows(wb) == rows
+    assert not camp.busy
+    after = camp.act("I step inside")  # a new worker, a whole turn
+    assert after.text and worker._process.pid != killed[0]
+    assert [e.kind for e in camp.history()][-2:] == ["player", "narrator"]
+
+
+def test_stop_during_a_narration_writes_nothing_and_the_model_serves_the_next_turn(tmp_path):
+    wb = Workbench.open(tmp_path / "stop.db", background=False)
+    wb.configure(narrator="local", max_output_tokens=120)
+    camp = wb.new_campaign("Ferry", premise="A night ferry.", protagonist="Ola")
+    rows = _rows(wb)
+    stopped = threading.Event()
+
+    def stop(_text):
+        if not stopped.is_set():
+            stopped.set()
+            camp.stop()
+
+    with pytest.raises(TurnCancelled, match="Stopped"):
+        camp.continue_story(on_text=stop)
+    assert _rows(wb) == rows
+    assert camp.continue_story().text
+
+
+def test_your_own_gguf_file_plays_and_bad_files_are_refused_in_words(tmp_path):
+    own = tmp_path / "models" / "my-narrator.gguf"
+    own.parent.mkdir()
+    shutil.copyfile(model_path(), own)
+    wb = Workbench.open(tmp_path / "own.db", background=False)
+    with pytest.raises(NarratorUnavailable, match="does not exist"):
+        wb.configure(narrator="local", model_path=str(tmp_path / "missing.gguf"))
+    text_file = tmp_path / "notes.gguf"
+    text_file.write_text("these are my notes")
+    with pytest.raises(NarratorUnavailable, match="not a GGUF file"):
+        wb.configure(model_path=str(text_file))
+    with pytest.raises(NarratorUnavailable, match="is a folder"):
+        wb.configure(model_path=str(tmp_path))
+    assert wb.settings.model_path == ""  # nothing refused was saved
+    wb.configure(narrator="local", model_path=str(own), n_ctx=2048, max_output_tokens=24, context_budget=2048)
+    assert wb.narrator.model_id == "gguf:my-narrator.gguf"
+    turn = wb.new_campaign("Own", premise="A lighthouse.").continue_story()
+    assert turn.text and turn.narrator == "gguf:my-narrator.gguf" and turn.window["tokens"] == 2048
+
+
+def test_test_connection_reports_whether_the_model_can_generate(tmp_path):
+    wb = Workbench.open(tmp_path / "conn.db")
+    report = wb.test_connection()
+    assert report.ok and report.reachable and report.window["tokens"] == DEFAULT_N_CTX
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\x00" * 64)  # the magic, then nothing llama.cpp can read
+    wb.configure(model_path=str(broken))
+    report = wb.test_connection()
+    assert not report.ok and "could not be loaded" in report.detail
+
+
+def test_the_gguf_embedder_runs_out_of_process_and_survives_a_crash():
+    embedder = LlamaEmbedder()
+    vectors = embedder.embed(["a lantern in the fog", "the harbour at dawn"])
+    assert vectors.shape[0] == 2 and vectors.shape[1] > 100
+    from engine.errors import NarratorError
+    from engine.providers.embedded import shared_worker
+    from engine.providers.worker import ModelSpec
+
+    worker = shared_worker(ModelSpec(embedder.path, embedder.n_ctx, embedding=True))
+    worker.kill()
+    with pytest.raises(NarratorError, match="crashed"):
+        embedder.embed(["once more"])
+    assert embedder.embed(["once more"]).shape[0] == 1
+
+
+def test_the_setup_smoke_check_passes_here():
+    done = subprocess.run([sys.executable, "-m", "engine.providers.smoke"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "generated a token" in done.stdout
