@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import base64
 import copy
-import gzip
-import json
 import zlib
 from typing import Any
 
+from . import limits
 from .errors import BundleRefused
 from .fields import MISSING, is_whole
+from .loading import parse_json
 from .native import read_v1
 from .plan import Notes, Plan
 
@@ -108,7 +108,8 @@ def _tree(p: dict, notes: Notes) -> dict:
     if not isinstance(actions, list):
         raise BundleRefused("The file's actions must be a list. Nothing was imported.")
     with_ids = all(isinstance(a, dict) and "id" in a for a in actions)
-    nodes = [_node(a, i, with_ids, root, notes) for i, a in enumerate(actions)]
+    inflater = _Inflater()
+    nodes = [_node(a, i, with_ids, root, notes, inflater) for i, a in enumerate(actions)]
     if not with_ids:
         _derive_parents(branches, nodes, notes)
     head = {"branch": p.get("headBranch")}
@@ -128,11 +129,11 @@ def _branch(row: Any, position: int) -> Any:
     return out
 
 
-def _node(row: Any, position: int, with_ids: bool, root: int, notes: Notes) -> Any:
+def _node(row: Any, position: int, with_ids: bool, root: int, notes: Notes, inflater: _Inflater) -> Any:
     if not isinstance(row, dict):
         return row
     kind = row.get("type")
-    snapshot = _snapshot(row, notes)
+    snapshot = _snapshot(row, notes, inflater)
     if row.get("stateChanges") not in (None, "", [], {}):
         notes.lose("per-turn change summaries (stateChanges): the state snapshots themselves are carried")
     node = {
@@ -150,12 +151,12 @@ def _node(row: Any, position: int, with_ids: bool, root: int, notes: Notes) -> A
     return node
 
 
-def _snapshot(row: dict, notes: Notes) -> dict | None:
+def _snapshot(row: dict, notes: Notes, inflater: _Inflater) -> dict | None:
     """The stored prompt, verbatim or not at all; an impossible knowledge
     source id inside it becomes None rather than point at some other source."""
     value = row.get("contextSnapshot")
     if value is None and row.get("contextSnapshotZ") is not None:
-        value = _unpack(row["contextSnapshotZ"])
+        value = inflater.unpack(row["contextSnapshotZ"])
         if value is None:
             notes.drop("a compressed prompt snapshot could not be read and was dropped (its narration was kept)")
             return None
@@ -180,21 +181,36 @@ def _snapshot(row: dict, notes: Notes) -> dict | None:
     return value
 
 
-def _unpack(blob: Any) -> dict | None:
-    """base64 of zlib or gzip JSON: the two ways the reference packed prompts."""
-    if not isinstance(blob, str):
-        return None
-    try:
-        raw = base64.b64decode(blob, validate=True)
-    except ValueError:
-        return None
-    for inflate in (zlib.decompress, gzip.decompress):
+class _Inflater:
+    """Inflates compressed snapshots within a budget for the whole file, so a
+    zip bomb costs at most `limits.MAX_SNAPSHOT_BYTES` per snapshot and
+    `limits.MAX_INFLATED_BYTES` in all, never what it claims to hold."""
+
+    def __init__(self) -> None:
+        self.left = limits.MAX_INFLATED_BYTES
+
+    def unpack(self, blob: Any) -> dict | None:
+        """base64 of zlib or gzip JSON (the reference's two packings), or None."""
+        if not isinstance(blob, str):
+            return None
         try:
-            found = json.loads(inflate(raw).decode("utf-8"))
-        except Exception:  # noqa: BLE001 - try the other packing
-            continue
+            raw = base64.b64decode(blob, validate=True)
+        except ValueError:
+            return None
+        cap = max(0, min(limits.MAX_SNAPSHOT_BYTES, self.left))
+        inflater = zlib.decompressobj(wbits=47)  # 32 + 15: zlib or gzip, told apart by the header
+        try:
+            inflated = inflater.decompress(raw, cap + 1)
+        except zlib.error:
+            return None
+        self.left -= len(inflated)
+        if len(inflated) > cap:
+            return None
+        try:
+            found = parse_json(inflated, "A compressed prompt snapshot")
+        except BundleRefused:
+            return None
         return found if isinstance(found, dict) else None
-    return None
 
 
 def _derive_parents(branches: list, nodes: list, notes: Notes) -> None:
@@ -203,6 +219,8 @@ def _derive_parents(branches: list, nodes: list, notes: Notes) -> None:
     every node it writes."""
     from ..story.lineage import DEEPEST, path_to
 
+    if not _parents_first(branches):
+        return  # a cycle would walk for ever; the reader refuses the tree and says why
     table = {b["id"]: (b.get("parent"), b.get("fork_depth", -1)) for b in branches if isinstance(b, dict)}
     at = {(n["branch"], n["depth"]): n for n in nodes if isinstance(n, dict)}
     linked = 0
@@ -219,6 +237,23 @@ def _derive_parents(branches: list, nodes: list, notes: Notes) -> None:
             linked += 1
     if linked:
         notes.repair("take parentage, which this file's format did not record, was read from the tree")
+
+
+def _parents_first(branches: list) -> bool:
+    """Whether every branch forks from one listed before it, the order the
+    reader requires; only then can following parents never loop."""
+    seen: set = set()
+    for position, branch in enumerate(branches):
+        if not isinstance(branch, dict):
+            return False
+        parent = branch.get("parent")
+        if position > 0 and (parent is None or isinstance(parent, (dict, list)) or parent not in seen):
+            return False
+        key = branch.get("id")
+        if isinstance(key, (dict, list)):
+            return False
+        seen.add(key)
+    return True
 
 
 # ------------------------------------------------------------------ v1: the flat list

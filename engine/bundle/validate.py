@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import reference
-from .errors import BundleRefused
+from .errors import BundleRefused, refusing
 from .fields import is_whole
 from .native import FORMAT, VERSION, read_v1
 from .plan import Plan
@@ -26,6 +26,7 @@ READERS: dict[tuple[str, int], Callable[[dict], Plan]] = {
 READABLE = sorted({f"{name} v{version}" for name, version in READERS} | set(reference.FORMATS))
 
 
+@refusing("The file")
 def validate(payload: Any) -> Plan:
     """Check a parsed file completely; return the Plan the writer will copy."""
     if not isinstance(payload, dict):
