@@ -128,5 +128,7 @@ def build_panels(camp: Campaign, panels) -> tuple[w.Accordion, list[w.Widget]]:
         except Exception as exc:  # noqa: BLE001 - one broken panel must not break the app
             built.append(w.HTML(f"<p style='color:#b00020'>The {escape(title)} panel could not open: "
                                 f"{escape(describe_error(exc))}</p>"))
+    for (title, _), widget in zip(panels, built, strict=True):
+        widget.add_class(f"sw-panel-{title.lower()}")  # a stable handle for the browser test and for CSS
     box = w.Accordion(children=built, titles=[t for t, _ in panels], selected_index=None)
     return box, built

@@ -55,6 +55,8 @@ class SettingsPanel(w.VBox):
             "state_protocol": w.Checkbox(description="Narrative state: ask the narrator for state events",
                                          indent=False),
         }
+        for name, control in self.controls.items():
+            control.add_class(f"sw-setting-{name}")
         self.apply = w.Button(description="Apply", button_style="primary")
         self.test = w.Button(description="Test connection")
         self.message = Message()
