@@ -136,3 +136,17 @@ def test_a_fired_card_is_a_knowledge_candidate_with_provenance(camp):
     assert fired.record() | {"tokens": 0} == {"card_id": row.id, "title": "Mara", "card_type": "", "origin":
                                               "added by hand", "found_in": "story", "key": "Mara", "distance": 0,
                                               "tokens": 0}
+
+
+def test_phrases_punctuation_and_expressions_fire_through_the_index():
+    cards = [card(1, ["magical forest"]), card(2, ["City-17"]), card(3, ["/shadow ?fangs?/i"]), card(4, ["Mara"]),
+             card(5, ["?!"]), card(6, ["old  road"])]
+    story = ["They cross the Magical Forest toward city-17.", "A shadowfang howls ?! Amaranth blooms.",
+             "The old road is empty."]
+    fired = {f.card_id: f.key for f in fired_cards(cards, story)}
+    assert fired == {1: "magical forest", 2: "City-17", 3: "/shadow ?fangs?/i", 5: "?!"}
+
+
+def test_the_reported_key_is_the_cards_first_that_matched():
+    (fired,) = fired_cards([card(1, ["innkeeper", "Mara"])], ["Mara, the innkeeper, waves."])
+    assert fired.key == "innkeeper"
