@@ -2,9 +2,9 @@
 llama.cpp reused from its KV cache, and how long prompt processing took.
 
 llama-cpp-python keeps the tokens of the last prompt and reply, and on the
-next call evaluates only what follows their longest common prefix; so the
-reused count is exactly that common prefix, read off the model before and
-after the call.
+next call evaluates only what follows their longest common prefix. The
+narrator's worker process reads that prefix off the model and reports it in
+`Usage.cached_tokens`; this wrapper adds the time to the first word.
 """
 from __future__ import annotations
 
@@ -24,15 +24,6 @@ class Measurement:
     total_s: float
 
 
-def _common_prefix(a, b) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 @dataclass
 class PrefillTimer:
     inner: object
@@ -49,19 +40,13 @@ class PrefillTimer:
         return self.inner.peek_window()
 
     def execute(self, prompt):
-        llama = self.inner.llama
-        before = list(llama.input_ids[: llama.n_tokens])
         start = time.perf_counter()
         first = None
-        produced = 0
         for chunk in self.inner.execute(prompt):
             if isinstance(chunk, Text):
-                produced += 1
                 first = first or time.perf_counter()
             if isinstance(chunk, Usage):
-                after = list(llama.input_ids[: llama.n_tokens])
-                prompt_ids = after[: max(0, len(after) - produced)]
                 self.measurements.append(Measurement(
-                    len(prompt_ids), min(_common_prefix(before, prompt_ids), len(prompt_ids)),
+                    chunk.prompt_tokens or 0, chunk.cached_tokens or 0,
                     (first or time.perf_counter()) - start, time.perf_counter() - start))
             yield chunk
