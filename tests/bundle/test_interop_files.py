@@ -301,3 +301,18 @@ def test_any_json_is_read_or_refused_never_crashed(data, reader):
         assert isinstance(READERS[reader](data), Plan)
     except BundleRefused:
         pass
+
+
+def test_a_v1_card_the_root_fields_of_a_real_v2_file(fresh):
+    """SillyTavern writes the v1 fields at the root of every v2 card; alone they are a TavernAI v1 card."""
+    card = raw("v2-seraphina.json")
+    v1 = {k: v for k, v in card.items() if k not in ("spec", "spec_version", "data")}
+    assert detect(v1).label == "a character card (v1, TavernAI)"
+    report = fresh.import_file(v1, protagonist="Aldric")
+    assert report.format == "character card (v1)"
+    history = fresh.campaign(report.campaign_id).history()
+    assert [n.text for n in history] == [v1["first_mes"].replace("{{char}}", "Seraphina").replace("{{user}}", "Aldric")]
+    carried = " ".join(report.not_carried)
+    carried_fields = {"name", "description", "personality", "scenario", "first_mes"}
+    expected = [k for k, v in v1.items() if k not in carried_fields and v not in ("", None, [], {})]
+    assert expected and all(f"`{k}` in the card" in carried for k in expected), expected
