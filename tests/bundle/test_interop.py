@@ -219,3 +219,13 @@ def test_cards_from_an_import_are_live_lore_with_their_constant_flag(fresh):
     with fresh.db.reading() as s:
         fired = lore_for(s, report.campaign_id, ["We go down into the crypt."], "")
     assert [(f.title, f.found_in) for f in fired] == [("Mara", "always"), ("The abbey crypt", "story")]
+
+
+def test_import_file_takes_a_campaign_bundle_too(fresh, tmp_path):
+    camp = fresh.new_campaign("Round", opening="The bells have not rung.")
+    camp.add_story_card("Bell", keys=["bell"], entry="The bell is drowned.", constant=True)
+    path = camp.export(tmp_path / "round.campaign.json").path
+    report = fresh.import_file(path)
+    assert report.format.startswith("story-workbench-campaign")
+    cards = fresh.campaign(report.campaign_id).story_cards()
+    assert cards[["title", "constant", "enabled", "origin"]].values.tolist() == [["Bell", True, True, "added by hand"]]
