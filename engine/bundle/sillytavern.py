@@ -26,7 +26,7 @@ from .library import card_keys, read_cards, read_knowledge
 from .native import read_v1
 from .plan import Notes, Plan
 
-__all__ = ["FORMAT_NAME", "Entry", "entries_of", "markdown", "read_sillytavern", "refuse_unless"]
+__all__ = ["FORMAT_NAME", "Entry", "book_parts", "entries_of", "markdown", "read_sillytavern", "refuse_unless"]
 
 FORMAT_NAME = "SillyTavern World Info"
 # Fields a card here carries, in either dialect.
