@@ -101,7 +101,7 @@ class Workbench:
             return LocalNarrator(n_ctx=self._settings.n_ctx, model_path=self._settings.model_path or None)
         s = self._settings
         return OpenAINarrator(s.endpoint_url, s.model, api_mode=s.api_mode, timeout=s.timeout_seconds,
-                              declared_window=s.context_window_override)
+                              declared_window=s.context_window_override, db=self.db)
 
     @property
     def embedder(self) -> Embedder | None:

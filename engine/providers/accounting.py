@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import text
-
 from .window import safety_reserve
 
 __all__ = ["EXCEEDED", "FITS", "MAX_RATIO", "MIN_RATIO", "TRUNCATION_SUSPECTED", "UNKNOWN", "TokenRatios",
@@ -80,20 +78,24 @@ class TokenRatios:
         self.db = db
 
     def get(self, model_key: str) -> dict | None:
+        from ..store.ratio_tables import TokenRatioRow
+
         with self.db.reading() as session:
-            row = session.execute(text("SELECT ratio, last_observed, samples, source FROM token_ratios "
-                                       "WHERE model_key = :k"), {"k": model_key}).first()
-        return dict(row._mapping) if row else None
+            row = session.get(TokenRatioRow, model_key)
+            return {"ratio": row.ratio, "last_observed": row.last_observed, "samples": row.samples,
+                    "source": row.source} if row else None
 
     def observe(self, model_key: str, observed: float, source: str) -> float:
         """Fold one measurement in; returns the ratio now in force."""
+        from ..store.ratio_tables import TokenRatioRow
+
         with self.db.writing() as session:
-            row = session.execute(text("SELECT ratio, samples FROM token_ratios WHERE model_key = :k"),
-                                  {"k": model_key}).first()
-            ratio = next_ratio(row.ratio if row else None, observed)
-            session.execute(text(
-                "INSERT INTO token_ratios (model_key, ratio, last_observed, samples, source, updated_at) "
-                "VALUES (:k, :r, :o, 1, :s, :t) ON CONFLICT(model_key) DO UPDATE SET ratio = :r, "
-                "last_observed = :o, samples = samples + 1, source = :s, updated_at = :t"),
-                {"k": model_key, "r": ratio, "o": observed, "s": source, "t": datetime.now(UTC).replace(tzinfo=None)})
-        return ratio
+            row = session.get(TokenRatioRow, model_key)
+            if row is None:
+                row = TokenRatioRow(model_key=model_key, ratio=observed, samples=0)
+                session.add(row)
+            else:
+                row.ratio = next_ratio(row.ratio, observed)
+            row.last_observed, row.source, row.updated_at = observed, source, datetime.now(UTC).replace(tzinfo=None)
+            row.samples += 1
+            return row.ratio

@@ -1,5 +1,5 @@
 """Storage: one SQLite file through SQLAlchemy 2, versioned by `PRAGMA user_version`."""
-from . import cards_tables, knowledge_tables, memory_tables, narrative_tables  # noqa: F401  (register their tables)
+from . import cards_tables, knowledge_tables, memory_tables, narrative_tables, ratio_tables  # noqa: F401  (register their tables)
 from .database import Database
 from .migrations import LATEST, MIGRATIONS
 from .models import (

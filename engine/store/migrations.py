@@ -99,6 +99,20 @@ def _v1_story_tree(db: Connection) -> None:
     )
 
 
+def _token_ratios(db: Connection) -> None:
+    """Server tokens per cl100k token, measured per model (engine.providers.accounting.TokenRatios)."""
+    db.execute(
+        """CREATE TABLE token_ratios (
+            model_key VARCHAR(500) PRIMARY KEY,
+            ratio FLOAT NOT NULL,
+            last_observed FLOAT NOT NULL,
+            samples INTEGER NOT NULL,
+            source VARCHAR(40) NOT NULL,
+            updated_at DATETIME NOT NULL
+        )"""
+    )
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_story_tree,
     knowledge_tables.migrate,  # v2
@@ -107,6 +121,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     cards_tables.migrate,  # v5
     cards_tables.migrate_triggering,  # v6: constant, enabled, origin on story cards
     record_tables.migrate,  # v7: prompt texts stored once; turn records v2 -> v3
+    _token_ratios,  # v8: per-model correction of the token estimate
 ]
 LATEST = len(MIGRATIONS)
 

@@ -32,3 +32,33 @@ def test_exceeded_when_prompt_and_reply_pass_the_budget():
 
 def test_unverified_window_is_said():
     assert verdict(3100, verified=False)["detail"].endswith("not verified for this turn.")
+
+
+def test_the_ratio_table_comes_with_the_v8_migration_and_an_older_file_gains_it(tmp_path):
+    import sqlite3
+
+    from engine.providers.accounting import TokenRatios
+    from engine.store import Database, migrations
+
+    step = migrations.MIGRATIONS.index(migrations._token_ratios)
+    path = tmp_path / "old.db"
+    raw = sqlite3.connect(path, isolation_level=None)
+    for number, migrate in enumerate(migrations.MIGRATIONS[:step], start=1):
+        migrate(raw)
+        raw.execute(f"PRAGMA user_version = {number}")
+    raw.close()
+    ratios = TokenRatios(Database(path))
+    assert ratios.get("m @ http://127.0.0.1:8080") is None
+    assert ratios.observe("m @ http://127.0.0.1:8080", 1.15, "tokenize") == 1.15
+    assert ratios.observe("m @ http://127.0.0.1:8080", 1.05, "usage") == pytest.approx(1.13)
+    assert ratios.observe("m @ http://127.0.0.1:8080", 1.2, "usage") == 1.2
+    kept = TokenRatios(Database(path)).get("m @ http://127.0.0.1:8080")
+    assert kept["samples"] == 3 and kept["ratio"] == 1.2 and kept["source"] == "usage"
+
+
+def test_a_lower_reading_pulls_the_ratio_down_by_a_fifth_a_higher_one_at_once():
+    from engine.providers.accounting import next_ratio
+
+    assert next_ratio(None, 1.1) == 1.1
+    assert next_ratio(1.1, 1.3) == 1.3
+    assert next_ratio(1.3, 1.0) == pytest.approx(1.24)
