@@ -61,6 +61,7 @@ class Report(dict):
                 f"reply {_c(t.get('output_reserve', 0))}, safety reserve {_c(t.get('safety_reserve', 0))}. "
                 f"History: {_e(h.get('included', 0))} of {_e(h.get('total', 0))} nodes, floor depth "
                 f"{_e(h.get('floor_depth'))}, block {_e(h.get('trim_block'))}.</p>")
+        head += _ratio_line(t, w)
         prompt = _d(self.get("prompt"))
         raw = (f"<details><summary>The exact prompt</summary><pre style='white-space:pre-wrap'>"
                f"<b>system</b>\n{_e(prompt.get('system', ''))}\n\n<b>story</b>\n{_e(prompt.get('story', ''))}"
@@ -68,3 +69,13 @@ class Report(dict):
         return (f"<div class='context-report'>{head}<div style='width:100%;background:#eee'>{bars}</div>"
                 "<table><tr><th>part</th><th>section</th><th>tokens</th><th>why</th></tr>"
                 f"{rows}</table>{raw}</div>")
+
+
+def _ratio_line(tokens: dict, window: dict) -> str:
+    """The per-model estimate correction, when one is in force (engine.providers.accounting)."""
+    ratio = tokens.get("token_ratio")
+    if not isinstance(ratio, int | float) or ratio <= 1.0:
+        return ""
+    return (f"<p>Estimate corrected for this model's tokenizer: {_c(tokens.get('estimate_cl100k', 0))} cl100k "
+            f"tokens × {_e(f'{ratio:.3f}')} = {_c(tokens.get('estimate', 0))} expected by the server "
+            f"({_e(window.get('ratio_detail', ''))}).</p>")
