@@ -26,7 +26,7 @@ def classify_usage(usage: dict | None, *, estimate: int, budget: int, max_output
     record = {
         "status": UNKNOWN, "server_prompt_tokens": None, "estimate": estimate, "difference": None,
         "budget": budget, "max_output_tokens": max_output_tokens, "safety_reserve": reserve,
-        "observed_margin": None, "window_verified": window_verified,
+        "observed_margin": None, "window_verified": window_verified, "reply_cut": False,
     }
     if type(prompt) is not int or prompt <= 0:
         detail = "The server reported no prompt token count, so nothing confirms the whole prompt was read."
@@ -43,6 +43,10 @@ def classify_usage(usage: dict | None, *, estimate: int, budget: int, max_output
             detail = (f"The server counted {prompt:,} prompt tokens; with {max_output_tokens:,} for the reply "
                       f"that is more than the {budget:,}-token window the prompt was built for, so the reply "
                       "may have been cut short.")
+            record["reply_cut"] = _cut_at_window(usage, prompt, budget, max_output_tokens)
+            if record["reply_cut"]:
+                detail += (f" It was: the server stopped after {usage['completion_tokens']:,} reply tokens, where "
+                           "its window ran out, so this reply is incomplete (kept, and marked so).")
         else:
             record["status"] = FITS
             detail = f"The server read {prompt:,} prompt tokens, leaving {margin:,} beside the reply."
@@ -50,6 +54,12 @@ def classify_usage(usage: dict | None, *, estimate: int, budget: int, max_output
         detail += " The window itself was not verified for this turn."
     record["detail"] = detail
     return record
+
+
+def _cut_at_window(usage: dict, prompt: int, budget: int, max_output_tokens: int) -> bool:
+    """The reply ended short of its cap exactly where the window was full."""
+    done = usage.get("completion_tokens")
+    return type(done) is int and done < max_output_tokens and prompt + done >= budget - 1
 
 
 # A measured ratio is applied only inside these bounds: below 1.0 the cl100k

@@ -1,4 +1,6 @@
 """The builder's budget, order and report (checks 25-39)."""
+import math
+
 import pytest
 
 from engine.context import Brief, ContextOverflow, Inputs, Line, ListHistory, build, length_hint, tokens
@@ -179,3 +181,27 @@ def test_trim_fraction_zero_slides_by_one_and_other_values_change_the_block():
     two = build(Brief("W"), story(80), settings(context_budget=4096, trim_fraction=2), None).report["history"]
     eight = build(Brief("W"), story(80), settings(context_budget=4096, trim_fraction=8), None).report["history"]
     assert two["trim_block"] > eight["trim_block"]
+
+
+@pytest.mark.parametrize("ratio", [1.15, 1.5])
+def test_a_measured_tokenizer_ratio_shrinks_the_prompt_to_fit_the_servers_count(ratio):
+    from dataclasses import replace
+
+    window = Window(4096, LOADED)
+    plain = build(BRIEF, story(400), settings(), window).report["tokens"]
+    corrected = build(BRIEF, story(400), settings(), replace(window, token_ratio=ratio)).report
+    t = corrected["tokens"]
+    assert t["token_ratio"] == ratio and t["estimate"] == math.ceil(t["estimate_cl100k"] * ratio)
+    # what the server will count, plus the reply and the reserve, fits the window; unmeasured it would not
+    assert t["estimate"] + t["output_reserve"] + t["safety_reserve"] <= 4096
+    assert plain["estimate"] * ratio + plain["output_reserve"] + plain["safety_reserve"] > 4096
+    assert corrected["window"]["token_ratio"] == ratio
+
+
+def test_a_ratio_below_one_is_not_used_to_grow_the_prompt():
+    from dataclasses import replace
+
+    window = Window(4096, LOADED)
+    plain = build(BRIEF, story(400), settings(), window).report["tokens"]
+    low = build(BRIEF, story(400), settings(), replace(window, token_ratio=0.8)).report["tokens"]
+    assert low["estimate"] == plain["estimate"] and low["token_ratio"] == 1.0

@@ -62,3 +62,13 @@ def test_a_lower_reading_pulls_the_ratio_down_by_a_fifth_a_higher_one_at_once():
     assert next_ratio(None, 1.1) == 1.1
     assert next_ratio(1.1, 1.3) == 1.3
     assert next_ratio(1.3, 1.0) == pytest.approx(1.24)
+
+
+def test_a_reply_the_server_stopped_at_the_window_edge_is_marked_incomplete():
+    cut = classify_usage({"prompt_tokens": 4000, "completion_tokens": 96}, estimate=3900, budget=4096,
+                         max_output_tokens=200, window_verified=True)
+    assert cut["status"] == "exceeded" and cut["reply_cut"] and "this reply is incomplete" in cut["detail"]
+    whole = classify_usage({"prompt_tokens": 4000, "completion_tokens": 40}, estimate=3900, budget=4096,
+                           max_output_tokens=200, window_verified=True)
+    assert whole["status"] == "exceeded" and not whole["reply_cut"]
+    assert not verdict(3100)["reply_cut"]
