@@ -134,6 +134,8 @@ def import_ai_dungeon(workbench: Workbench, path_or_dict: Any, *, answers: dict[
         if campaign_id is not None:
             return _import_into(workbench, plan, campaign_id)
         data = {"title": title, "storyCards": data}
+    elif campaign_id is not None:
+        _scenario_target(workbench, campaign_id)
     return _import_new(workbench, read_ai_dungeon(data, answers, _stem(path_or_dict), as_knowledge=as_knowledge,
                                                   classification=classification))
 
@@ -153,6 +155,20 @@ def import_sillytavern(workbench: Workbench, path_or_dict: Any, *, as_knowledge:
     if campaign_id is not None:
         return _import_into(workbench, plan, campaign_id)
     return _import_new(workbench, plan)
+
+
+def _scenario_target(workbench: Workbench, campaign_id: int) -> None:
+    """A scenario always becomes a new campaign, so a campaign_id is a mistake
+    said in words: NotFound when there is no such campaign, as for cards."""
+    from ..errors import NotAllowed, NotFound
+    from ..store import CampaignRow
+
+    with workbench.db.reading() as session:
+        exists = session.get(CampaignRow, campaign_id) is not None
+    if not exists:
+        raise NotFound(f"There is no campaign {campaign_id} to add to; wb.campaigns() lists them.")
+    raise NotAllowed("An AI Dungeon scenario imports as a new campaign; pass campaign_id only with a list of "
+                     "story cards, or leave it out.")
 
 
 def _stem(source: Any) -> str:

@@ -106,20 +106,26 @@ def check_values(value: Any, name: str) -> None:
     while stack:
         item, depth, section = stack.pop()
         if isinstance(item, str):
-            if _SURROGATE_RE.search(item):
-                raise _refuse(name, section, "text with a lone surrogate (half of a UTF-16 pair, which UTF-8 cannot "
-                                             f"encode): {ascii(_SURROGATE_RE.search(item).group())}")
+            _check_text(item, name, section)
         elif isinstance(item, dict):
             _check_depth(depth, name, section)
             for key, child in item.items():
-                if not isinstance(key, str) or _SURROGATE_RE.search(key):
-                    raise _refuse(name, section or str(key), f"a key that is not plain text: {ascii(key)[:60]}")
+                if not isinstance(key, str):
+                    raise _refuse(name, section, f"a key that is not text: {ascii(key)[:60]}")
+                _check_text(key, name, section or key)
                 stack.append((child, depth + 1, section or key))
         elif isinstance(item, list):
             _check_depth(depth, name, section)
             stack.extend((child, depth + 1, section) for child in item)
         else:
             _check_scalar(item, name, section)
+
+
+def _check_text(text: str, name: str, section: str) -> None:
+    found = _SURROGATE_RE.search(text)
+    if found:
+        raise _refuse(name, section, "text with a lone surrogate (half of a UTF-16 pair, which UTF-8 cannot "
+                                     f"encode): {ascii(found.group())} in {ascii(text[:40])}")
 
 
 def _check_depth(depth: int, name: str, section: str) -> None:

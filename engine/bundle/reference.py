@@ -247,6 +247,8 @@ def _parents_first(branches: list) -> bool:
         if not isinstance(branch, dict):
             return False
         parent = branch.get("parent")
+        if position == 0 and parent is not None:
+            return False
         if position > 0 and (parent is None or isinstance(parent, (dict, list)) or parent not in seen):
             return False
         key = branch.get("id")

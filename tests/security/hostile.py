@@ -1,0 +1,41 @@
+"""Shared pieces for the security tests: real exports to mutate, and a census.
+
+The bundles are the same ones the bundle tests build (a rich played campaign
+and a reference-format v3 file), so a fuzzer mutates what real users carry.
+"""
+from __future__ import annotations
+
+import sqlite3
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "bundle"))
+
+from campaigns import build_rich, configure  # noqa: E402
+from reference_files import v3  # noqa: E402
+
+__all__ = ["PAYLOADS", "build_rich", "census", "configure", "v3"]
+
+# What an attacker types into a title, a card, a server's model list or a
+# stored report; each must come out of every view as text.
+PAYLOADS = [
+    "<script>window.__pwned = 1</script>",
+    "<img src=x onerror=\"window.__pwned=1\">",
+    "<svg onload=window.__pwned=1>",
+    "<a href=\"javascript:window.__pwned=1\">click</a>",
+    "' onmouseover='window.__pwned=1' x='",
+    "\" autofocus onfocus=\"window.__pwned=1",
+    "</td></tr></table><script>window.__pwned=1</script>",
+    "\u202eexe.txt\u202c and \u2066isolate\u2069",
+    "nul\x00byte",
+]
+
+
+def census(path) -> dict[str, int]:
+    """Rows in every table of the file, shadow and virtual tables included."""
+    con = sqlite3.connect(path)
+    try:
+        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        return {n: con.execute(f'SELECT count(*) FROM "{n}"').fetchone()[0] for n in names}
+    finally:
+        con.close()
