@@ -110,3 +110,19 @@ def test_ablation_through_the_loopback_server_sends_each_variant(played, tmp_pat
     assert len(sent) == 4
     assert sum("boat keys" in body for body in sent) == 2
     assert (ab.frame["reply"] == "The door opens.").all() and (ab.frame["prompt_tokens"] == 120).all()
+
+
+def test_one_passage_goes_and_the_other_stays(played, tmp_path):
+    camp, *_ = played
+    camp.knowledge.add("tides.md", "# Tides\n\nThe lighthouse tide tables say the causeway floods at dusk.\n",
+                       classification="canon", always_include=True)
+    camp.knowledge.add("bells.md", "# Bells\n\nThe lighthouse bell rings twice when a ship is sighted.\n",
+                       classification="canon", always_include=True)
+    turn = camp.act("read the lighthouse notices")
+    used = turn.report["knowledge"]["used"]
+    flood = next(p["passage_id"] for p in used if "causeway floods" in p["text"])
+    ab = ablate(camp, turn.id, remove=[f"passage:{flood}"], samples=1, store=tmp_path / "a.db", progress=False)
+    prompt = ab.prompts[f"without passage:{flood}"]
+    assert "causeway floods" not in prompt.system + prompt.story
+    assert "bell rings twice" in prompt.system + prompt.story and LORE in prompt.system + prompt.story
+    assert "causeway floods" not in ab.side_by_side()[f"without passage:{flood}"][1]
