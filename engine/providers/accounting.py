@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from .window import safety_reserve
 
-__all__ = ["EXCEEDED", "FITS", "MAX_RATIO", "MIN_RATIO", "TRUNCATION_SUSPECTED", "UNKNOWN", "TokenRatios",
+__all__ = ["DECAY", "EXCEEDED", "FITS", "MAX_RATIO", "MIN_RATIO", "TRUNCATION_SUSPECTED", "UNKNOWN", "TokenRatios",
            "classify_usage", "next_ratio"]
 
 FITS = "fits"

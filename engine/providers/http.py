@@ -11,6 +11,7 @@ the same path.
 """
 from __future__ import annotations
 
+import json
 import zlib
 from collections.abc import Iterator
 
@@ -19,8 +20,8 @@ import httpx
 
 from .endpoints import EndpointRefused, PinnedBackend, Resolver, rejection_reason, syntax_reason
 
-__all__ = ["CONNECT_TIMEOUT", "MAX_BODY", "PinnedTransport", "PolicyTransport", "ResponseRefused", "bounded", "bounded_timeout",
-           "make_client", "read_json"]
+__all__ = ["CONNECT_TIMEOUT", "MAX_BODY", "PROBE_BODY", "PinnedTransport", "PolicyTransport", "ResponseRefused", "bounded",
+           "bounded_timeout", "make_client", "read_json"]
 
 CONNECT_TIMEOUT = 1.5
 MIN_TIMEOUT, MAX_TIMEOUT = 30.0, 3600.0
@@ -155,8 +156,6 @@ def read_json(client: httpx.Client, method: str, url: str, *, limit: int = PROBE
         body = b"".join(_capped(response, limit, url))
         status = response.status_code
     try:
-        import json
-
         return status, json.loads(body) if body else None
     except ValueError:
         return status, None

@@ -23,12 +23,13 @@ import httpx
 from ..context import tokens
 from ..errors import NarratorError
 from . import window as windows
+from .accounting import MAX_RATIO, MIN_RATIO, TokenRatios, next_ratio
 from .base import CONTINUE_HINT, Chunk, Prompt, Reasoning, Status, Text, Usage
 from .endpoints import EndpointRefused
 from .http import PROBE_BODY, ResponseRefused, bounded_timeout, make_client, read_json
 
-__all__ = ["CALIBRATION_TEXT", "HEARTBEAT", "MAX_LINE", "OpenAINarrator", "friendly_error", "reply_limit",
-           "server_message"]
+__all__ = ["CALIBRATION_TEXT", "HEARTBEAT", "MAX_LINE", "MAX_REASONING_TOKENS", "WALL_CLOCK_TIMEOUTS", "OpenAINarrator",
+           "friendly_error", "reply_limit", "server_message"]
 
 # Servers name the thinking stream differently: DeepSeek/vLLM
 # `reasoning_content`, Ollama and OpenRouter `reasoning`, some `thinking`.
@@ -287,8 +288,6 @@ class OpenAINarrator:
         self.stream_client = client or make_client(self.timeout)
         self.wall_clock = wall_clock or WALL_CLOCK_TIMEOUTS * self.timeout
         self.model_id = model
-        from .accounting import TokenRatios
-
         self.ratios = TokenRatios(db) if db is not None else None
         self._ratio: dict | None = None          # in force when there is no database
         self._can_tokenize: bool | None = None   # None: not asked yet
@@ -314,10 +313,6 @@ class OpenAINarrator:
         return self.ratios.get(self.ratio_key) if self.ratios is not None else self._ratio
 
     def _observe(self, observed: float, source: str) -> None:
-        from .accounting import next_ratio
-
-        from .accounting import MAX_RATIO
-
         if not math.isfinite(observed) or not 0.5 <= observed <= MAX_RATIO:
             return  # a count of something else (a refusal quoting another request, a batch), not this prompt
         if self.ratios is not None:
@@ -334,8 +329,6 @@ class OpenAINarrator:
             known = self._stored_ratio()
         if known is None:
             return windows.with_ratio(window, 1.0, "not measured yet: the server has not counted a prompt")
-        from .accounting import MAX_RATIO, MIN_RATIO
-
         ratio = min(max(known["ratio"], MIN_RATIO), MAX_RATIO)
         how = {"tokenize": "counted by the server's /tokenize", "usage": "from the prompt tokens it reported",
                "refusal": "from the count in the server's refusal"}
@@ -432,23 +425,18 @@ class OpenAINarrator:
         started = time.monotonic()
         budget = {"text": reply_limit(prompt.max_tokens), "reasoning": MAX_REASONING_TOKENS}
         while True:
+            self._check_clock(started)
             try:
                 kind, item = reader.get()
             except queue.Empty:
-                waited = time.monotonic() - started
-                if waited > self.wall_clock:
-                    raise NarratorError(f"The endpoint {self.base_url} was still sending after {waited:.0f} s, the "
-                                        f"limit for one reply ({WALL_CLOCK_TIMEOUTS} × timeout_seconds); it was cut off.")
-                yield Status(f"Waiting for the server ({waited:.0f} s)")
+                yield Status(f"Waiting for the server ({time.monotonic() - started:.0f} s)")
                 continue
             if kind == "end":
                 return
-            if kind == "status":
-                status, message = item
-                error = _status_error(status, message, self.base_url, self.model)
-                raise self._context_error(status, message, prompt) if self._about_context(status, message) else error
             if kind == "error":
                 raise friendly_error(item, self.base_url, self.model, self.timeout) from item
+            if kind == "status":
+                raise self._refusal(*item, prompt)
             payload = _payload(item)
             if payload is _DONE:
                 return
@@ -461,9 +449,17 @@ class OpenAINarrator:
                     yield chunk
                 if full:
                     return
-            if time.monotonic() - started > self.wall_clock:
-                raise NarratorError(f"The endpoint {self.base_url} was still sending after {self.wall_clock:.0f} s, "
-                                    f"the limit for one reply ({WALL_CLOCK_TIMEOUTS} × timeout_seconds); it was cut off.")
+
+    def _check_clock(self, started: float) -> None:
+        waited = time.monotonic() - started
+        if waited > self.wall_clock:
+            raise NarratorError(f"The endpoint {self.base_url} was still sending after {waited:.0f} s, the limit for "
+                                f"one reply ({WALL_CLOCK_TIMEOUTS} × timeout_seconds); it was cut off.")
+
+    def _refusal(self, status: int, message: str, prompt: Prompt) -> NarratorError:
+        if self._about_context(status, message):
+            return self._context_error(status, message, prompt)
+        return _status_error(status, message, self.base_url, self.model)
 
     @staticmethod
     def _about_context(status: int, message: str) -> bool:
