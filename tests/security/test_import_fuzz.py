@@ -1,0 +1,163 @@
+"""Property: every import either refuses in words and writes nothing, or
+lands a campaign that exports again, in bounded time and memory.
+
+Inputs are mutations of real exports (a rich played campaign in this
+workbench's format and a reference-app v3 file): structured mutations put a
+hostile value at a random place in the tree, byte mutations corrupt the
+serialised file. Derandomised, so `make test` runs the same examples every
+time; the counts are sized to finish in well under a minute on 2 cores.
+"""
+from __future__ import annotations
+
+import json
+import resource
+import time
+
+import pytest
+from hostile import PAYLOADS, build_rich, census, configure, v3
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine import Workbench
+from engine.bundle import BundleRefused, facade, load, validate
+
+pytestmark = pytest.mark.fuzz
+
+# Values chosen from what broke imports by hand: wrong types, numbers no
+# column holds, lone surrogates, deep nesting, markup, extreme dates.
+HOSTILE = [None, True, 0, -1, 10**30, 2**63, 1.5, "", "x", "\ud800", "9999-12-31T23:59:59-14:00",
+           "0001-01-01T00:00:00+14:00", [], {}, [[[[[[]]]]]], {"\ud800": 1}, {"": None}, [None], [{}], [-1],
+           *PAYLOADS]
+BYTE_SNIPPETS = [b'"\\ud800"', b"1e999", b"-1e999", b"1" * 40, b"[" * 80, b"}", b"]", b'"', b",", b"\x00",
+                 b"\xff", b"NaN", b"null", b"{}", b'{"a":', b"\\"]
+PER_EXAMPLE_SECONDS = 5.0
+# Peak resident memory may grow by this much over the whole run (imports of
+# small files; the bounds tests check the large-file cases one by one).
+RSS_GROWTH_KB = 512 * 1024
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("fuzz-source")
+    wb = Workbench.open(folder / "source.db", background=False)
+    report = facade.export_campaign(build_rich(wb), folder / "rich.json")
+    wb.close()
+    return [json.loads(report.path.read_bytes()), v3()]
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory):
+    wb = Workbench.open(tmp_path_factory.mktemp("fuzz-target") / "target.db", background=False)
+    configure(wb)
+    yield wb
+    wb.close()
+
+
+def _places(value, path=()):
+    """Every (path) in a JSON tree, the root included."""
+    yield path
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield from _places(child, (*path, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value[:6]):  # the first few entries of each list stand for the rest
+            yield from _places(child, (*path, index))
+
+
+def _mutated(document, path, action, value):
+    copy = json.loads(json.dumps(document))
+    if not path:
+        return value
+    parent = copy
+    for step in path[:-1]:
+        parent = parent[step]
+    if action == "delete":
+        del parent[path[-1]]
+    elif action == "wrap":
+        parent[path[-1]] = [parent[path[-1]]]
+    else:
+        parent[path[-1]] = value
+    return copy
+
+
+@st.composite
+def structured(draw, exports):
+    document = draw(st.sampled_from(exports))
+    places = list(_places(document))
+    mutations = draw(st.lists(st.tuples(st.sampled_from(places), st.sampled_from(["set", "set", "delete", "wrap"]),
+                                        st.sampled_from(HOSTILE)), min_size=1, max_size=3))
+    for path, action, value in mutations:
+        try:
+            document = _mutated(document, path, action, value)
+        except (KeyError, IndexError, TypeError):
+            continue  # an earlier mutation removed this place
+    return json.dumps(document).encode()
+
+
+@st.composite
+def corrupted(draw, exports):
+    raw = bytearray(json.dumps(draw(st.sampled_from(exports))).encode())
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, len(raw) - 1))
+        snippet = draw(st.sampled_from(BYTE_SNIPPETS))
+        if draw(st.booleans()):
+            raw[at:at + len(snippet)] = snippet
+        else:
+            del raw[at:at + draw(st.integers(1, 64))]
+    return bytes(raw)
+
+
+def _files(exports):
+    return st.one_of(structured(exports), corrupted(exports))
+
+
+def _timed(call):
+    started = time.perf_counter()
+    result = call()
+    assert time.perf_counter() - started < PER_EXAMPLE_SECONDS
+    return result
+
+
+def test_reading_any_mutation_refuses_in_words_or_plans(exports):
+    """Pure reading, many examples: BundleRefused with a sentence, or a Plan."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+    @settings(max_examples=2500, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(_files(exports))
+    def check(raw):
+        try:
+            _timed(lambda: validate(load(raw)))
+        except BundleRefused as refused:
+            assert str(refused).strip().endswith((".", ")")) and len(str(refused)) > 20
+
+    check()
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss < RSS_GROWTH_KB
+
+
+def test_importing_any_mutation_is_total(exports, target, tmp_path_factory):
+    """Through the database: a refusal writes zero rows; an import exports,
+    and that export imports again."""
+    folder = tmp_path_factory.mktemp("fuzz-exports")
+    outcome = {"refused": 0, "imported": 0}
+
+    @settings(max_examples=150, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(_files(exports))
+    def check(raw):
+        before = census(target.db.path)
+        try:
+            report = _timed(lambda: facade.import_campaign(target, raw))
+        except BundleRefused:
+            assert census(target.db.path) == before, "a refused import wrote rows"
+            outcome["refused"] += 1
+            return
+        camp = target.campaign(report.campaign_id)
+        camp.history()
+        exported = camp.export(folder / f"{report.campaign_id}.json")
+        assert exported.importable, exported.warning
+        facade.import_campaign(target, exported.path)
+        outcome["imported"] += 1
+
+    check()
+    assert outcome["refused"] and outcome["imported"], outcome  # both paths were exercised
