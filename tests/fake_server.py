@@ -77,6 +77,7 @@ class Script:
     endless: bool = False                                     # stream content until the client leaves
     huge_line: int = 0                                        # bytes of one stream line without a newline
     bomb: dict[str, int] = field(default_factory=dict)        # path -> decompressed size of a gzip bomb
+    stream_error: str = ""                                    # an error event after the first piece (HTTP 200)
 
 
 def count_tokens(text: str, factor: float) -> int:
@@ -302,6 +303,10 @@ class FakeServer:
                 return
             send({"choices": [piece(part)]})
             sent += 1
+            if s.stream_error:
+                send({"error": {"code": 500, "message": s.stream_error, "type": "server_error"}})
+                h.close_connection = True
+                return
         last = {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
         if s.timings:
             n = (usage or {}).get("prompt_tokens") or 0

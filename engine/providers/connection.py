@@ -39,6 +39,7 @@ class ConnectionReport:
             ("window", (f"{self.window.get('tokens') or 'unknown'} tokens ({self.window.get('source')}; "
                         f"{'verified' if self.window.get('verified') else 'not verified'})")),
             ("how", self.window.get("detail", "")), ("budget", f"{self.budget:,} tokens"),
+            ("estimate correction", self.window.get("ratio_detail") or "-"),
         ]
         body = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in rows)
         warn = f"<p style='color:#a15c00'>{escape(self.warning)}</p>" if self.warning else ""

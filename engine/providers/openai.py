@@ -442,6 +442,9 @@ class OpenAINarrator:
                 return
             if payload is None:
                 continue
+            if payload.get("error"):  # llama.cpp and vLLM report a failure mid-stream as an event
+                raise _status_error(_error_code(payload), server_message(json.dumps(payload)), self.base_url,
+                                    self.model)
             tally.add(payload)
             for chunk in self._chunks(payload):
                 chunk, full = _spend(chunk, budget)
@@ -499,6 +502,12 @@ class OpenAINarrator:
 
 
 _DONE = object()
+
+
+def _error_code(payload: dict) -> int:
+    error = payload.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if type(code) is int and 400 <= code <= 599 else 500
 
 
 def _payload(line: bytes):

@@ -142,3 +142,9 @@ def test_injected_client_is_used(fake_server):
     client = httpx.Client(transport=PolicyTransport(Spy()))
     run(OpenAINarrator(fake_server.base, "story-model", client=client))
     assert seen == ["/v1/chat/completions"]  # an Ollama-shaped server: no /tokenize asked before a window
+
+
+def test_an_error_event_in_the_middle_of_a_stream_is_the_servers_words_not_a_short_story():
+    with FakeServer(Script(stream_error="slot 0: KV cache full, decode failed")) as server:
+        with pytest.raises(NarratorError, match="The server said: “slot 0: KV cache full, decode failed”"):
+            run(OpenAINarrator(server.base, "story-model"))

@@ -122,3 +122,17 @@ def test_connection_finds_a_llamacpp_model_by_file_name_or_alias(db_path, name, 
         wb.configure(endpoint=s.base, model=name)
         report = wb.test_connection()
     assert report.model_found is found and report.ok is found
+
+
+def test_each_take_stores_the_servers_cache_figures(db_path):
+    with FakeServer(Script(kind="llamacpp", timings=True, cached=100)) as s:
+        camp = bench(db_path, s.base).new_campaign("Quay", opening="Start.")
+        first = camp.act("open the door")
+        s.script.timings, s.script.cached = False, None
+        second = camp.retry()
+    assert {k: first.usage[k] for k in ("prompt_tokens", "cached_tokens", "processed_tokens", "prompt_ms",
+                                        "generation_ms")} == {"prompt_tokens": 120, "cached_tokens": 100,
+                                                              "processed_tokens": 20, "prompt_ms": 12.5,
+                                                              "generation_ms": 40.25}
+    assert second.usage["cached_tokens"] is None and second.usage["prompt_tokens"] == 120
+    assert camp.turn(first.id).usage["cached_tokens"] == 100  # each take keeps its own
