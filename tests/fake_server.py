@@ -290,6 +290,7 @@ class FakeServer:
                 while True:
                     send({"choices": [piece("and on ")]})
             except OSError:  # the client went away: what a real server sees on Stop
+                self.served.append({"client_left": True})
                 h.close_connection = True
                 return
         sent = 0

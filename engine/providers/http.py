@@ -67,17 +67,22 @@ class _BoundedStream(httpx.SyncByteStream):
         decoder = zlib.decompressobj(_INFLATABLE[self.coding]) if self.coding in _INFLATABLE else None
         total = 0
         for raw in self.inner:
-            try:
-                pieces = list(_inflate(decoder, raw)) if decoder else [raw]
-            except zlib.error as exc:
-                raise ResponseRefused(f"The server at {self.url} sent a compressed answer that does not "
-                                      f"decompress ({exc}).") from exc
-            for piece in pieces:
+            for piece in self._decoded(decoder, raw):  # lazily: one 64 KB step of a bomb at a time
                 total += len(piece)
                 if total > self.limit:
                     raise ResponseRefused(f"The server at {self.url} sent more than {self.limit // 1024:,} KB in "
                                           "one answer, far beyond anything a model server sends; reading stopped.")
                 yield piece
+
+    def _decoded(self, decoder, raw: bytes) -> Iterator[bytes]:
+        if decoder is None:
+            yield raw
+            return
+        try:
+            yield from _inflate(decoder, raw)
+        except zlib.error as exc:
+            raise ResponseRefused(f"The server at {self.url} sent a compressed answer that does not "
+                                  f"decompress ({exc}).") from exc
 
     def close(self) -> None:
         self.inner.close()
