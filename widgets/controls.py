@@ -78,6 +78,8 @@ class Controls:
         self.continue_ = _button("Continue", "continue", width="100%")
         self.direction = w.ToggleButton(description="Story direction", tooltip=TIPS["direction"],
                                         layout=w.Layout(width="100%"))
+        for button in (self.send, self.continue_, self.direction):
+            button.layout.margin = "2px 0"  # the default side margins pushed a 100% button 2 px past its column
         self.undo = _button("↶ Undo", "undo")
         self.redo = _button("↷ Redo", "redo")
         self.retry = _button("⟳ Retry", "retry")

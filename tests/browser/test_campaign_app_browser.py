@@ -31,6 +31,12 @@ EVIDENCE = ROOT / "evidence" / "widgets.png"
 SECOND = 1000  # Playwright timeouts are in milliseconds
 TURN = 240 * SECOND  # one turn of the embedded model, generous for a loaded 2-core machine
 
+# A long opening: the story overflows its box from the start, so "the newest
+# text is in view" is a real claim about where the box is scrolled.
+OPENING = "\n\n".join(["Rain needles the cliff path below the lighthouse."]
+                       + [f"Gull {i} wheels over the black water and cries at the shut door of the tower."
+                          for i in range(1, 15)])
+
 NOTEBOOK_CELL = f"""\
 import sys
 sys.path.insert(0, {str(ROOT)!r})
@@ -44,7 +50,7 @@ quiet = {{k: v for k, v in dict(memory_enabled=False, auto_summarize=False, embe
           if hasattr(wb.settings, k)}}
 wb.configure(narrator="local", max_output_tokens=40, **quiet)
 camp = wb.new_campaign("The Lantern Stair", premise="An old lighthouse whose keeper vanished.",
-                       protagonist="Wren", opening="Rain needles the cliff path below the lighthouse.")
+                       protagonist="Wren", opening={OPENING!r})
 CampaignApp(camp)"""
 
 pytestmark = pytest.mark.browser
@@ -136,14 +142,15 @@ def _wait_for_server(base: str, token: str, server: subprocess.Popen, log: Path)
 def test_the_app_plays_in_jupyterlab_in_chromium(lab, tmp_path):
     sync_playwright = _requirements()
     base, token, work = lab
+    (work / "harbour.md").write_text("# Harbour\n\nThe harbour chain is raised at dusk by the keeper.\n")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 1100})
+            page = browser.new_page(viewport={"width": 1400, "height": 1100})
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             try:
-                _play_in_the_page(page, base, token)
+                _play_in_the_page(page, base, token, work)
             except Exception as exc:
                 raise AssertionError(_what_the_page_showed(page, tmp_path)) from exc
             assert not [e for e in errors if "widget" in e.lower()], errors
@@ -163,7 +170,7 @@ def _what_the_page_showed(page, tmp_path: Path) -> str:
     return f"The page (screenshot {shot}):\n{text[-4000:]}\nJupyterLab log:\n{(tmp_path / 'lab.log').read_text()[-3000:]}"
 
 
-def _play_in_the_page(page, base: str, token: str) -> None:
+def _play_in_the_page(page, base: str, token: str, work: Path) -> None:
     page.goto(f"{base}/lab/tree/app.ipynb?token={token}", wait_until="domcontentloaded")
     editor = page.locator(".jp-Notebook .jp-CodeCell .cm-content").first
     editor.wait_for(timeout=60 * SECOND)
@@ -174,10 +181,13 @@ def _play_in_the_page(page, base: str, token: str) -> None:
     app.wait_for(timeout=90 * SECOND)
     story = app.locator(".story-workbench-story")
     assert "Rain needles the cliff path" in story.inner_text()
+    _assert_newest_in_view(page)  # a long opening: the box opens at its end
 
-    _send(page, app, "I try the door at the foot of the tower")
+    _send(page, app, "I try the door at the foot of the tower", watch_stream=True)
     assert "> I try the door at the foot of the tower." in story.inner_text()
+    _assert_newest_in_view(page)
     _send(page, app, "I climb the stair, counting the steps")
+    _assert_newest_in_view(page)
     narrations = story.locator(".story-narrator")
     assert narrations.count() == 2 and narrations.nth(1).inner_text().strip()
 
@@ -189,22 +199,154 @@ def _play_in_the_page(page, base: str, token: str) -> None:
     _wait_for_story(page, "document.querySelector('.story-workbench-app .sw-takes')?.innerText.includes('2/2')")
     _wait_idle(app)
     assert story.locator(".story-narrator").count() == 1
-    app.get_by_text("Context", exact=True).click()  # the inspector: what the narrator was shown
-    app.locator(".sw-sections").wait_for(timeout=30 * SECOND)
-    assert "narrator_rules" in app.locator(".sw-sections").inner_text()
+
+    for width in (900, 1400):  # no control overflows or clips its label at either width
+        page.set_viewport_size({"width": width, "height": 1100})
+        page.wait_for_timeout(700)
+        assert _overflowing(page) == [], f"at {width} px"
+        _assert_newest_in_view(page)
+
+    _settings_panel(page, app)
+    _stop_during_a_narration(page, app)
+    _context_panel(app)
+    _state_panel(app)
+    _memory_panel(app)
+    _knowledge_panel(app, work)
+    _screenshots(page, app)
+
+
+def _open(app, title: str):
+    """Open one Accordion section; returns that panel."""
+    app.get_by_text(title, exact=True).first.click()  # the section header comes before its content
+    panel = app.locator(f".sw-panel-{title.lower()}")
+    panel.wait_for(timeout=30 * SECOND)
+    return panel
+
+
+def _settings_panel(page, app) -> None:
+    """Settings: a longer reply (so the next turn streams long enough to stop)."""
+    panel = _open(app, "Settings")
+    box = panel.locator(".sw-setting-max_output_tokens input")
+    box.fill("400")
+    box.press("Tab")
+    panel.get_by_role("button", name="Apply").click()
+    panel.get_by_text("Saved: max_output_tokens").wait_for(timeout=30 * SECOND)
+
+
+def _stop_during_a_narration(page, app) -> None:
+    """Stop while the narrator is writing: nothing is written and the controls come back."""
+    before = app.locator(".story-workbench-story .story-narrator").count()
+    box = app.locator(".sw-input textarea")
+    box.click()
+    box.fill("I wait and listen to the lamp")
+    app.locator(".sw-send").click()
+    page.wait_for_function("document.querySelector('.story-workbench-app .sw-live')?.innerText.trim().length > 0",
+                           timeout=TURN)
+    assert _live_in_view(page), "the passage being written is outside the story box"
+    app.locator(".sw-stop:not([disabled])").click()
+    app.locator(".sw-status").get_by_text("Stopped").wait_for(timeout=TURN)
+    app.locator(".sw-input textarea:not([disabled])").wait_for(timeout=30 * SECOND)
+    assert app.locator(".story-workbench-story .story-narrator").count() == before
+    assert app.locator(".sw-live").inner_text().strip() == ""
+
+
+def _context_panel(app) -> None:
+    panel = _open(app, "Context")
+    panel.locator(".sw-sections").wait_for(timeout=30 * SECOND)
+    assert "narrator_rules" in panel.locator(".sw-sections").inner_text()
+
+
+def _state_panel(app) -> None:
+    panel = _open(app, "State")
+    panel.locator("input[placeholder^='words']").first.fill("the lamp is lit")
+    panel.get_by_role("button", name="Apply correction").click()
+    panel.get_by_text("Applied 1 correction").wait_for(timeout=30 * SECOND)
+
+
+def _memory_panel(app) -> None:
+    panel = _open(app, "Memory")
+    panel.locator("textarea").fill("Wren owes the keeper a favour.")
+    panel.get_by_role("button", name="Add memory").click()
+    panel.get_by_text("Memory added.").wait_for(timeout=30 * SECOND)
+    assert "Wren owes the keeper a favour." in panel.locator(".sw-memories").inner_text()
+
+
+def _knowledge_panel(app, work: Path) -> None:
+    panel = _open(app, "Knowledge")
+    panel.locator("input[type=file]").set_input_files(str(work / "harbour.md"))
+    panel.get_by_role("button", name="Add to library").click()
+    panel.get_by_text("Added").wait_for(timeout=60 * SECOND)
+    assert "harbour" in panel.locator(".sw-knowledge").inner_text().lower()
+
+
+def _screenshots(page, app) -> None:
+    """The app at both widths, story and controls in view, for evidence/."""
     EVIDENCE.parent.mkdir(exist_ok=True)
-    page.set_viewport_size({"width": 1280, "height": 2400})  # the whole app, story to panels
+    for width in (900, 1400):
+        page.set_viewport_size({"width": width, "height": 1400})
+        page.wait_for_timeout(700)
+        app.screenshot(path=str(EVIDENCE.parent / f"app-{width}.png"))
+    page.set_viewport_size({"width": 1280, "height": 2600})  # the whole app, story to panels
     page.wait_for_timeout(500)
     app.screenshot(path=str(EVIDENCE))
 
 
-def _send(page, app, text: str) -> None:
-    """Type a line, press Send, and see narration stream in and the turn finish."""
+# In-page checks. Each returns what a reader would see wrong, or nothing.
+_OVERFLOWING = """() => {
+  const app = document.querySelector('.story-workbench-app');
+  const found = [];
+  const name = el => (el.className && String(el.className).split(' ').find(c => c.startsWith('sw-'))) || el.tagName;
+  if (app.scrollWidth > app.clientWidth + 1) found.push('the app scrolls sideways');
+  for (const el of app.querySelectorAll('*')) {
+    const style = getComputedStyle(el);
+    if (el.offsetParent === null) continue;  // not displayed
+    if (['auto', 'scroll'].includes(style.overflowX) && el.scrollWidth > el.clientWidth + 1)
+      found.push('horizontal scrollbar on ' + name(el));
+    if (el.tagName === 'BUTTON' && el.scrollWidth > el.clientWidth + 1)
+      found.push('clipped label: ' + el.innerText);
+  }
+  return found;
+}"""
+_NEWEST_IN_VIEW = """() => {
+  const box = document.querySelector('.story-workbench-story');
+  const all = box.querySelectorAll('.story-narrator, .story-start, .story-player');
+  const newest = all[all.length - 1];
+  const b = box.getBoundingClientRect(), n = newest.getBoundingClientRect();
+  return n.bottom <= b.bottom + 2 && n.bottom >= b.top;
+}"""
+_LIVE_IN_VIEW = """() => {
+  const box = document.querySelector('.story-workbench-story').getBoundingClientRect();
+  const live = document.querySelector('.story-workbench-app .sw-live').getBoundingClientRect();
+  return live.height > 0 && live.bottom <= box.bottom + 2 && live.top >= box.top - 2;
+}"""
+
+
+def _overflowing(page) -> list[str]:
+    return page.evaluate(_OVERFLOWING)
+
+
+def _assert_newest_in_view(page) -> None:
+    assert page.evaluate(_NEWEST_IN_VIEW), "the newest passage is below the fold of the story box"
+
+
+def _live_in_view(page) -> bool:
+    return page.evaluate(_LIVE_IN_VIEW)
+
+
+def _send(page, app, text: str, watch_stream: bool = False) -> None:
+    """Type a line, press Send, and see narration stream in and the turn finish.
+    With `watch_stream`, the first words (or what it waits for) must be in view."""
     before = app.locator(".story-workbench-story .story-narrator").count()
     box = app.locator(".sw-input textarea")
     box.click()
     box.fill(text)
     app.locator(".sw-send").click()
+    if watch_stream:
+        page.wait_for_function(
+            "document.querySelector('.story-workbench-app .sw-live')?.innerText.trim().length > 0"
+            f" || document.querySelectorAll('.story-workbench-story .story-narrator').length > {before}",
+            timeout=TURN)
+        assert _live_in_view(page) or app.locator(".story-workbench-story .story-narrator").count() > before
     _wait_for_story(page, f"document.querySelectorAll('.story-workbench-story .story-narrator').length > {before}")
     _wait_idle(app)
 
@@ -224,13 +366,17 @@ def _wait_idle(app) -> None:
 
 
 def _check_the_campaign_file(path: Path) -> None:
-    """What the page showed is what the kernel wrote: two turns, the first with two takes."""
+    """What the page showed is what the kernel wrote: two turns, the first with two takes;
+    the stopped turn wrote nothing; the panels' memory and knowledge are in the file."""
     wb = Workbench.open(path)
     try:
         camp = wb.campaigns()[-1]
         history = camp.history()
         assert [e.kind for e in history] == ["start", "player", "narrator"]
         assert history[-1].takes == 2 and history[-1].take == 2
+        assert list(camp.memories.frame()["text"]) == ["Wren owes the keeper a favour."]
+        assert len(camp.knowledge.list()) == 1 and wb.settings.max_output_tokens == 400
+        assert any(camp.events()["source"] == "correction")
         camp.select_take(1)  # the second turn is kept, in the first take's future
         assert camp.can_redo
     finally:
