@@ -37,12 +37,16 @@ __all__ = [
 ]
 
 RECORD_VERSION = 3
-# Keys whose long string values move to `prompt_texts`. Anything shorter than
-# MIN_STASHED characters stays inline: a reference is a 32-character hash plus
-# a row, so a short label would cost more stored than kept.
-TEXT_KEYS = ("text", "rendered", "authors_note")
+# Every string of at least MIN_STASHED characters moves to `prompt_texts`
+# (section texts, passages, memories, the "why" of each section, the
+# knowledge summary): most recur from turn to turn and are then kept once.
+# Shorter ones stay inline: a reference is a 32-character hash plus a row.
 MIN_STASHED = 48
 REF = "#"  # "text#": "<hash>" stands for "text": <the stored text>
+# Derived-work status is shown per take only as kind, status and failures: its
+# timestamps and details were 660 of a record's 7,300 bytes and are kept by
+# `camp.derived()` anyway.
+DERIVED_KEPT = ("kind", "status", "failures")
 # Names a v2 report carried twice; rebuilt on load for readers that have not
 # moved to the canonical names yet (tokens.*, prompt.*), never stored.
 LEGACY_ALIASES = ("prompt", "system", "story", "budget", "estimate")
@@ -104,7 +108,7 @@ def _stash(value, texts: dict[str, str]):
         return value
     out = {}
     for key, item in value.items():
-        if key in TEXT_KEYS and isinstance(item, str) and len(item) >= MIN_STASHED:
+        if isinstance(item, str) and len(item) >= MIN_STASHED and not key.endswith(REF):
             digest = text_hash(item)
             texts[digest] = item
             out[key + REF] = digest
@@ -120,8 +124,8 @@ def _unstash(value, texts: Mapping[str, str]):
         return value
     out = {}
     for key, item in value.items():
-        if key.endswith(REF) and key[:-1] in TEXT_KEYS and isinstance(item, str):
-            out[key[:-1]] = texts.get(item, "")
+        if key.endswith(REF) and isinstance(item, str) and item in texts:
+            out[key[:-1]] = texts[item]
         else:
             out[key] = _unstash(item, texts)
     return out
@@ -140,6 +144,8 @@ def compact(report: Mapping, history: HistoryRef | None = None) -> tuple[dict, d
                 section.update(note_at=history.note_at, authors_note=history.authors_note)
         sections.append(section)
     body["sections"] = sections
+    if isinstance(body.get("derived"), list):
+        body["derived"] = [{k: d.get(k) for k in DERIVED_KEPT} if isinstance(d, dict) else d for d in body["derived"]]
     texts: dict[str, str] = {}
     stored = _stash(body, texts)
     stored["version"] = RECORD_VERSION

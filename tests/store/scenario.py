@@ -18,7 +18,7 @@ def play(camp, turns: int, *, with_knowledge: bool = True) -> None:
     """`turns` narrations with acts, continues, directions, retries, edits,
     take switches, an undo-and-fork every 40 turns and corrections."""
     if with_knowledge:
-        camp.knowledge.add("westhaven.md", KNOWLEDGE, classification="reference")
+        camp.knowledge.add("westhaven.md", KNOWLEDGE, classification="canon")
     for i in range(turns):
         step = i % 10
         if step == 3:

@@ -1,0 +1,104 @@
+"""The turn record keeps each prompt once and gives it back exactly."""
+import json
+
+import pytest
+from narrators import BagOfWordsEmbedder, RecordingStoryNarrator
+from store.scenario import play
+from sqlalchemy import select, text
+
+from engine import Workbench
+from engine.context import Line
+from engine.store import NodeRow, TurnRecordRow
+from engine.turns import record
+
+
+@pytest.fixture(scope="module")
+def long_play(tmp_path_factory):
+    """300 narrations at a 2,048-token budget: the history window trims and
+    steps its floor, an author's note rides inside it, forks, retries, edits,
+    take switches, corrections, memories, summaries and a knowledge file."""
+    narrator = RecordingStoryNarrator()
+    wb = Workbench.open(tmp_path_factory.mktemp("record") / "long.db", background=False)
+    wb.configure(narrator=narrator, embedder=BagOfWordsEmbedder(), context_budget=2048, max_output_tokens=120)
+    camp = wb.new_campaign("Westhaven", premise="A port town under quarantine.", protagonist="Aldric",
+                           opening="The bells have not rung for three days.", authors_note="Keep it tense.")
+    play(camp, 300)
+    yield wb, camp, narrator
+    wb.close()
+
+
+def _takes(wb, camp):
+    with wb.db.reading() as s:
+        return s.scalars(select(TurnRecordRow.node_id).join(NodeRow, NodeRow.id == TurnRecordRow.node_id)
+                         .where(NodeRow.campaign_id == camp.id).order_by(TurnRecordRow.node_id)).all()
+
+
+def test_every_take_rebuilds_the_prompt_the_narrator_was_sent(long_play):
+    wb, camp, narrator = long_play
+    takes = _takes(wb, camp)
+    # one narrator call per take, in order (an edit makes a take without one)
+    assert len(takes) == len(narrator.prompts) == 300 - 300 // 10 + 300 // 40
+    shown = {"knowledge": 0, "memories": 0, "story_summary": 0}
+    for node_id, sent in zip(takes, narrator.prompts, strict=True):
+        report = camp.turn(node_id).report
+        assert report["prompt"] == {"system": sent.system, "story": sent.story}, node_id
+        for section in report["sections"]:
+            name = "knowledge" if section["name"].startswith(("knowledge_", "imported_")) and section["part"] == "story" \
+                else section["name"]
+            shown[name] = shown.get(name, 0) + 1
+    assert min(shown["memories"], shown["story_summary"], shown["knowledge_rule"]) > 200, shown
+    # Retrieved passages are covered by the migration test's file (60 takes
+    # show one); here lexical admission decides, and that belongs to knowledge.
+
+
+def test_history_is_stored_as_a_node_range_not_as_text(long_play):
+    wb, camp, _ = long_play
+    with wb.db.reading() as s:
+        stored = [r.report for r in s.scalars(select(TurnRecordRow))]
+    histories = [x for r in stored for x in r["sections"] if x["name"] == "history"]
+    assert all(r["version"] == record.RECORD_VERSION for r in stored)
+    assert histories and all("nodes" in h and "text" not in h and "text#" not in h for h in histories)
+    assert sum("note_at" in h for h in histories) > 0.9 * len(histories)  # the author's note was found
+    # Nothing long is kept inline: every text a report carries is a reference.
+    assert max(len(json.dumps(r)) for r in stored) < 8_000
+
+
+def test_a_recurring_text_is_stored_once(long_play):
+    wb, camp, narrator = long_play
+    with wb.db.reading() as s:
+        texts = s.execute(text("SELECT count(*) FROM prompt_texts")).scalar_one()
+    systems = {p.system for p in narrator.prompts}
+    assert len(systems) < 10 < len(narrator.prompts)
+    # far fewer texts than takes times sections: the system block, the canon and
+    # the retrieved passages recur; memories, state and summaries change sometimes
+    assert texts < 4 * len(narrator.prompts)
+
+
+def test_a_history_that_does_not_rebuild_is_stored_as_text():
+    lines = [Line("narrator", "one two three", 4), Line("player", "> You wait.", 5)]
+    assert record.history_ref("one two three\n\n> You wait.", lines) == record.HistoryRef(4, 5)
+    with_note = "one two three\n\n[Author's note: calm]\n\n> You wait."
+    assert record.history_ref(with_note, lines) == record.HistoryRef(4, 5, 1, "[Author's note: calm]")
+    assert record.history_ref("three\n\n> You wait.", lines) is None  # the oldest line was cut to fit
+    report = {"sections": [{"name": "history", "part": "story", "tokens": 3, "text": "three\n\n> You wait." * 9}],
+              "tokens": {"estimate": 5}}
+    stored, texts = record.compact(report, None)
+    rebuilt = record.expand(stored, texts, lambda first, last: [])
+    assert rebuilt["prompt"]["story"] == "three\n\n> You wait." * 9 and "text#" in stored["sections"][0]
+
+
+def test_a_v2_report_is_shown_as_it_was_stored():
+    old = {"sections": [], "prompt": {"system": "S", "story": "T"}, "system": "S", "story": "T"}
+    assert record.expand(old, {}, lambda a, b: []) == old
+
+
+def test_records_show_the_record_columns_for_played_and_all_takes(long_play):
+    _, camp, _ = long_play
+    played, every = camp.records(), camp.records(takes="all")
+    assert played.attrs["takes"] == "played" and every.attrs["takes"] == "all"
+    assert played["on_path"].all() and not every["on_path"].all() and len(every) > len(played)
+    for column in ("history_first", "history_last", "tok_history", "cached_tokens", "record_version"):
+        assert column in played.columns
+    narrated = played.dropna(subset=["record_version"])
+    assert (narrated["record_version"] == record.RECORD_VERSION).all()
+    assert (narrated["history_last"] < narrated["depth"]).all()
