@@ -113,3 +113,17 @@ def test_an_explicit_path_elsewhere_is_honoured(tmp_path, monkeypatch):
 
     monkeypatch.delenv(results.EVIDENCE_SWITCH, raising=False)
     assert Results("demo", tmp_path / "mine.json").save() == tmp_path / "mine.json"
+
+
+def test_scrub_drops_frozen_progress_bars_but_keeps_real_messages(tmp_path):
+    bar = {"output_type": "stream", "name": "stderr", "text": "Loading weights:   0%|          | 0/103\r"}
+    frozen = {"output_type": "stream", "name": "stderr", "text": "Loading weights 0%\n"}
+    redrawn = {"output_type": "stream", "name": "stderr", "text": ["batches:  50%|█████ | 1/2\r", "batches: 100%|██| 2/2\n"]}
+    warning = {"output_type": "stream", "name": "stderr", "text": "UserWarning: 5% of pairs were skipped\n"}
+    printed = {"output_type": "stream", "name": "stdout", "text": "Coverage: 100% of pairs\n"}
+    nb = {"metadata": {}, "cells": [{"cell_type": "code", "metadata": {}, "source": "",
+                                     "outputs": [bar, frozen, redrawn, warning, printed]}]}
+    path = tmp_path / "n.ipynb"
+    path.write_text(json.dumps(nb))
+    kept = json.loads(scrub(path).read_text())["cells"][0]["outputs"]
+    assert kept == [warning, printed]
