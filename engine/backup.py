@@ -35,12 +35,18 @@ from urllib.parse import quote
 
 from .errors import WorkbenchError
 
-__all__ = ["DIRECTORY_NAME", "Backup", "BackupError", "create", "directory", "existing"]
+__all__ = ["DIRECTORY_NAME", "STALE_PARTIAL_SECONDS", "Backup", "BackupError", "create", "directory", "existing",
+           "stale_partials"]
 
 DIRECTORY_NAME = "backups"
 STAMP = "%Y%m%d-%H%M%S"
 PARTIAL = ".partial"
 _STAMPED = re.compile(r"-(\d{8}-\d{6})(?:-(\d+))?\.db$")
+# A partial copy is being written (its mtime moves with every page) or
+# verified; an hour without a change is far past either for any file this
+# workbench makes (a 73 MB database copies and verifies in about a second), so
+# it is what a killed backup left behind.
+STALE_PARTIAL_SECONDS = 3600
 
 
 class BackupError(WorkbenchError):
@@ -158,6 +164,8 @@ def create(db_path: str | Path, *, now: datetime | None = None) -> Backup:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise BackupError(f"The backup directory {folder} cannot be made: {exc}.") from exc
+    for stale in stale_partials(source):
+        _discard(stale)
     target = _unused_name(folder, source.stem, taken.strftime(STAMP))
     working = target.with_name(target.name + PARTIAL)
     try:
@@ -173,6 +181,24 @@ def create(db_path: str | Path, *, now: datetime | None = None) -> Backup:
         raise BackupError(f"The backup failed ({type(exc).__name__}: {exc}). Nothing was kept, and the database "
                           "itself is untouched.") from exc
     return Backup(target, size, taken, pages, time.perf_counter() - started, integrity)
+
+
+def stale_partials(db_path: str | Path, *, now: float | None = None) -> list[Path]:
+    """Partial copies a killed backup left in the backup directory: only
+    `*.db.partial` files untouched for STALE_PARTIAL_SECONDS, never a finished
+    backup and never one another process is still writing."""
+    folder = directory(db_path)
+    if not folder.is_dir():
+        return []
+    cutoff = (time.time() if now is None else now) - STALE_PARTIAL_SECONDS
+    found = []
+    for path in folder.glob("*.db" + PARTIAL):
+        try:
+            if path.is_file() and path.stat().st_mtime < cutoff:
+                found.append(path)
+        except OSError:
+            continue  # removed by its own backup while listing
+    return sorted(found)
 
 
 def _taken_at(path: Path) -> datetime:

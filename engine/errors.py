@@ -8,6 +8,7 @@ from __future__ import annotations
 __all__ = [
     "NarratorError",
     "NarratorUnavailable",
+    "NotADatabase",
     "NotAllowed",
     "NotFound",
     "SchemaTooNew",
@@ -28,6 +29,10 @@ class SchemaTooNew(WorkbenchError):
 
 class NotFound(WorkbenchError):
     """A campaign, node, take or save point that does not exist."""
+
+
+class NotADatabase(WorkbenchError):
+    """The path given to open is a folder, or a file that is not a SQLite database."""
 
 
 class NotAllowed(WorkbenchError):

@@ -7,6 +7,7 @@ timeout so two processes on one file wait for each other instead of failing.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +16,7 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from ..errors import NotADatabase, NotFound
 from .migrations import migrate
 
 __all__ = ["Database"]
@@ -22,6 +24,12 @@ __all__ = ["Database"]
 # Long enough to ride out another process's commit (milliseconds), short
 # enough that a wedged writer surfaces as an error rather than a hang.
 BUSY_TIMEOUT_MS = 10_000
+# Three processes opening one brand-new file at once: each read the schema
+# version before another's first step committed, and 15-21 of 60 opens failed
+# ("table campaigns already exists", "database is locked"). Every step is its
+# own transaction, so reading the version again and going on is exact; the
+# pauses grow so the processes fall out of step. 40 attempts cover ~10 s.
+MIGRATION_ATTEMPTS = 40
 
 
 def _pragmas(dbapi_connection: sqlite3.Connection, _record: object) -> None:
@@ -36,19 +44,56 @@ def _pragmas(dbapi_connection: sqlite3.Connection, _record: object) -> None:
     cursor.close()
 
 
+def _check_place(path: Path) -> None:
+    """A folder is never created on the caller's behalf: a typo in a path
+    would otherwise start an empty workbench somewhere unexpected."""
+    if path.is_dir():
+        raise NotADatabase(f"{path} is a folder, not a database file. Give a file path inside it, "
+                           f"for example {path / 'workbench.db'}.")
+    if not path.parent.is_dir():
+        raise NotFound(f"The folder {path.parent} does not exist, so {path.name} cannot be created there. "
+                       "Create the folder first, or choose a path in one that exists.")
+
+
+def _open_and_migrate(path: Path) -> int:
+    raw = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        return _migrate_racing(raw, path)
+    except sqlite3.DatabaseError as exc:
+        raise NotADatabase(f"{path} could not be opened as a workbench database ({exc}). It may be another kind "
+                           "of file, damaged, or not readable by you. Open a .db file the workbench made, or give "
+                           "a new file name to start one.") from None
+    finally:
+        raw.close()
+
+
+def _migrate_racing(raw: sqlite3.Connection, path: Path) -> int:
+    """Migrates, starting again from the file's version when another process
+    was migrating the same file at the same moment."""
+    for attempt in range(MIGRATION_ATTEMPTS):
+        try:
+            raw.execute("PRAGMA journal_mode = WAL")
+            raw.execute("PRAGMA foreign_keys = OFF")  # schema steps may reference later tables
+            return migrate(raw, str(path))
+        except sqlite3.OperationalError as exc:
+            if not _lost_race(exc) or attempt == MIGRATION_ATTEMPTS - 1:
+                raise
+            time.sleep(0.01 * (attempt + 1))
+    raise AssertionError("MIGRATION_ATTEMPTS must be at least 1")
+
+
+def _lost_race(exc: sqlite3.OperationalError) -> bool:
+    busy = getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return busy or "already exists" in str(exc) or "locked" in str(exc)
+
+
 class Database:
     """One SQLite file, migrated to the latest schema."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        raw = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
-        try:
-            raw.execute("PRAGMA journal_mode = WAL")
-            raw.execute("PRAGMA foreign_keys = OFF")  # schema steps may reference later tables
-            self.version = migrate(raw, str(self.path))
-        finally:
-            raw.close()
+        _check_place(self.path)
+        self.version = _open_and_migrate(self.path)
         # Two engines on one file: readers BEGIN (a WAL snapshot, never a lock),
         # writers BEGIN IMMEDIATE (the write lock up front, waited for through
         # busy_timeout, so a writer never fails to upgrade a stale snapshot).
