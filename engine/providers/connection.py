@@ -2,6 +2,7 @@
 window will the prompt really be built to? Answered in words."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from html import escape
 
@@ -10,6 +11,7 @@ import httpx
 from . import window as windows
 from .endpoints import EndpointRefused, rejection_reason
 from .http import ResponseRefused, make_client, read_json
+from .openai import server_message
 
 __all__ = ["ConnectionReport", "check_connection", "window_warning"]
 
@@ -87,7 +89,7 @@ def check_connection(settings, narrator=None, client: httpx.Client | None = None
     try:
         entries = _offered(client, base)
     except (httpx.HTTPError, ValueError, TypeError, AttributeError) as exc:
-        why = str(exc) if isinstance(exc, EndpointRefused | ResponseRefused) else type(exc).__name__
+        why = str(exc) if isinstance(exc, EndpointRefused | ResponseRefused | ValueError) else type(exc).__name__
         return ConnectionReport("endpoint", base, model, False, budget=budget,
                                 detail=f"Could not list models at {base} ({why}). Is the server running?")
     models = [e["id"] for e in entries]
@@ -106,7 +108,8 @@ def _offered(client: httpx.Client, base: str) -> list[dict]:
     status, body = read_json(client, "GET", f"{base}/models",
                              timeout=httpx.Timeout(windows.PROBE_TIMEOUT, connect=windows.CONNECT_TIMEOUT))
     if status != 200 or not isinstance(body, dict):
-        raise ValueError(f"HTTP {status}")
+        said = server_message(json.dumps(body)) if body is not None else ""
+        raise ValueError(f"HTTP {status}" + (f"; the server said: “{said}”" if said else ""))
     return [e for e in body.get("data") or [] if isinstance(e, dict) and isinstance(e.get("id"), str) and e["id"]]
 
 

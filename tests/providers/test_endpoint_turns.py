@@ -69,3 +69,12 @@ def test_local_connection_report(wb):
     wb.configure(narrator=ScriptedNarrator(window=2048))
     report = wb.test_connection()
     assert report.reachable and report.window["tokens"] == 2048
+
+
+def test_connection_report_carries_the_servers_own_refusal(db_path):
+    script = Script(fail={"/v1/models": 503}, error_style="ollama", fail_message="server busy loading qwen2.5:7b")
+    with FakeServer(script) as s:
+        wb = Workbench.open(db_path)
+        wb.configure(endpoint=s.base, model="story-model")
+        report = wb.test_connection()
+    assert not report.reachable and "HTTP 503; the server said: “server busy loading qwen2.5:7b”" in report.detail
