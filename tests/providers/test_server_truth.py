@@ -136,3 +136,19 @@ def test_each_take_stores_the_servers_cache_figures(db_path):
                                                               "generation_ms": 40.25}
     assert second.usage["cached_tokens"] is None and second.usage["prompt_tokens"] == 120
     assert camp.turn(first.id).usage["cached_tokens"] == 100  # each take keeps its own
+
+
+@pytest.mark.parametrize("script, expected", [
+    (Script(kind="llamacpp", timings=True, cached=100), (120, 100, 20, 12.5, 40.25)),
+    (Script(kind="ollama", ollama_figures=True, cached=30, loaded={"story-model": 4096}), (120, 30, 90, 30.0, 90.0)),
+    (Script(kind="vllm", cached=64), (120, 64, 56, None, None)),
+    (Script(kind="plain"), (120, None, None, None, None)),
+], ids=["llamacpp", "ollama", "vllm", "none"])
+def test_records_show_the_servers_cache_figures_for_each_shape(db_path, script, expected):
+    with FakeServer(script) as s:
+        camp = bench(db_path, s.base).new_campaign("Quay", opening="Start.")
+        camp.act("open the door")
+        row = camp.records().iloc[-1]
+    got = tuple(None if row[k] is None or row[k] != row[k] else row[k]  # NaN is "not reported"
+                for k in ("prompt_tokens", "cached_tokens", "processed_tokens", "prompt_ms", "generation_ms"))
+    assert got == expected
