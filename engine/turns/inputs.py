@@ -6,6 +6,8 @@ written, "You" is added otherwise, and the marker is never doubled.
 """
 from __future__ import annotations
 
+import re
+
 from ..errors import NotAllowed
 
 __all__ = ["direction_line", "player_line"]
@@ -13,6 +15,19 @@ __all__ = ["direction_line", "player_line"]
 FIRST_PERSON = ("i ", "i'm ", "i've ", "i'll ", "i'd ", "my ", "we ", "we're ", "we've ", "we'll ")
 QUOTES = "\"'“”‘’«»"
 FINAL = ".!?…"
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def _whole_characters(text: str) -> str:
+    """A lone surrogate (half of an emoji, left by a paste or a widget cut in
+    the middle) cannot be stored or sent as UTF-8; say so before the turn
+    starts, rather than fail inside it."""
+    found = _SURROGATE_RE.search(text)
+    if found:
+        raise NotAllowed(f"The text has a broken character at position {found.start() + 1} (a lone surrogate, "
+                         f"U+{ord(found.group()):04X}: half of an emoji or symbol). Delete it and type the "
+                         "character again.")
+    return text
 
 
 def _finish(text: str) -> str:
@@ -22,7 +37,7 @@ def _finish(text: str) -> str:
 
 def player_line(text: str) -> str:
     """`> You open the door.`, `> I enter the tavern.`, `> You say "Hello."`."""
-    text = " ".join((text or "").split())
+    text = " ".join(_whole_characters(text or "").split())
     while text.startswith(">"):
         text = text[1:].lstrip()
     if not text:
@@ -45,7 +60,7 @@ def player_line(text: str) -> str:
 
 def direction_line(text: str) -> str:
     """Story direction is out of character and kept exactly as written."""
-    text = (text or "").strip()
+    text = _whole_characters(text or "").strip()
     if not text:
         raise NotAllowed("A story direction needs some words, e.g. 'Make the storm break.'")
     return text

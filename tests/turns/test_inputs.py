@@ -47,3 +47,20 @@ def test_direction_is_kept_as_written():
     assert direction_line("  Make the storm break.  ") == "Make the storm break."
     with pytest.raises(NotAllowed):
         direction_line(" ")
+
+
+@pytest.mark.parametrize("make", [player_line, direction_line])
+def test_a_lone_surrogate_is_named_with_its_position(make):
+    with pytest.raises(NotAllowed, match=r"position 8 .*U\+D83D"):
+        make("I open \ud83d the door")
+
+
+def test_a_whole_emoji_is_kept():
+    assert player_line("I wave 👋") == "> I wave 👋."
+
+
+def test_a_turn_with_a_lone_surrogate_is_refused_before_anything_is_written(camp):
+    before = camp.history()
+    with pytest.raises(NotAllowed, match="lone surrogate"):
+        camp.act("I wave \udc4b at Mara")
+    assert camp.history() == before
