@@ -221,7 +221,10 @@ class _Reader:
 
     def _run(self, client, url, body) -> None:
         try:
-            with client.stream("POST", url, json=body, extensions={"trace": self._trace}) as response:
+            # A connection of its own for every reply ("Connection: close"), so the socket is
+            # known from the moment it opens and Stop can shut it even before the first byte.
+            with client.stream("POST", url, json=body, headers={"Connection": "close"},
+                               extensions={"trace": self._trace}) as response:
                 if self.sock is None:
                     stream = response.extensions.get("network_stream")
                     self.sock = stream.get_extra_info("socket") if stream is not None else None
@@ -260,17 +263,24 @@ def _limited(pieces: Iterator[bytes], limit: int) -> Iterator[bytes]:
 
 
 def _lines(pieces: Iterator[bytes]) -> Iterator[bytes]:
-    """Lines of an SSE stream, none longer than MAX_LINE."""
-    pending = b""
+    """Lines of an SSE stream, none longer than MAX_LINE. Only the new piece is
+    searched for a newline, so a line dripped a byte at a time costs linear time."""
+    partial: list[bytes] = []
+    size = 0
     for piece in pieces:
-        pending += piece
-        *complete, pending = pending.split(b"\n")
-        yield from complete
-        if len(pending) > MAX_LINE:
+        *complete, rest = piece.split(b"\n")
+        if complete:
+            complete[0] = b"".join(partial) + complete[0]
+            partial, size = [], 0
+            yield from complete
+        if rest:
+            partial.append(rest)
+            size += len(rest)
+        if size > MAX_LINE:
             raise ResponseRefused(f"The server sent a stream line longer than {MAX_LINE // 1024:,} KB; a model "
                                   "server sends a few hundred bytes per line, so reading stopped.")
-    if pending:
-        yield pending
+    if partial:
+        yield b"".join(partial)
 
 
 class OpenAINarrator:
@@ -283,8 +293,8 @@ class OpenAINarrator:
         self.timeout = bounded_timeout(timeout)
         self.declared_window = declared_window
         self.client = client or make_client(self.timeout)
-        # Streams get their own pool when the client is ours, so a stream never
-        # rides a probe's idle connection and its socket is always known (Stop).
+        # Streams get their own pool when the client is ours: a stream never rides
+        # a probe's idle connection, so its socket is always known (Stop).
         self.stream_client = client or make_client(self.timeout)
         self.wall_clock = wall_clock or WALL_CLOCK_TIMEOUTS * self.timeout
         self.model_id = model

@@ -138,3 +138,12 @@ def test_any_answer_is_bounded_after_decompression():
     with FakeServer(Script(bomb={"/v1/models": 64 * 1024 * 1024})) as server:
         with pytest.raises(Exception, match=f"more than {MAX_BODY // 1024:,} KB"):
             make_client().get(f"{server.base}/models")
+
+
+def test_a_line_dripped_in_tiny_pieces_is_read_in_linear_time():
+    from engine.providers.openai import _lines
+
+    drip = [b"x"] * 200_000 + [b"\ndata: [DONE]\n"]
+    started = time.monotonic()
+    lines = list(_lines(iter(drip)))
+    assert lines == [b"x" * 200_000, b"data: [DONE]"] and time.monotonic() - started < 1.0
