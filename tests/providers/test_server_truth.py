@@ -152,3 +152,18 @@ def test_records_show_the_servers_cache_figures_for_each_shape(db_path, script, 
     got = tuple(None if row[k] is None or row[k] != row[k] else row[k]  # NaN is "not reported"
                 for k in ("prompt_tokens", "cached_tokens", "processed_tokens", "prompt_ms", "generation_ms"))
     assert got == expected
+
+
+def test_a_prompt_the_server_counts_too_long_is_not_sent_and_the_next_one_fits(db_path):
+    with FakeServer(Script(kind="llamacpp", props_ctx=2048, token_factor=1.0, reply=["word "] * 50)) as s:
+        wb = bench(db_path, s.base, max_output_tokens=100, trim_fraction=0)
+        camp = wb.new_campaign("Quay", opening="Start.")
+        for _ in range(12):
+            camp.act(LONG_INPUT)  # the window is full and the ratio measured at 1.0
+        s.script.token_factor = 1.5  # the model behind the port was swapped for one with another tokenizer
+        with pytest.raises(TurnFailed, match="By the server's own count this prompt is .* so it was not sent"):
+            camp.act(LONG_INPUT)
+        turn = camp.act(LONG_INPUT)
+        served = list(s.served)
+    assert len(served) == 13 and not any(x["cut"] for x in served)  # the refused prompt never left
+    assert turn.accounting["status"] == "fits" and turn.report["window"]["token_ratio"] >= 1.5
