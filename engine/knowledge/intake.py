@@ -109,8 +109,8 @@ def size_label(n_bytes: int) -> str:
 
 def refuse_size(filename: str, n_bytes: int) -> KnowledgeRefused:
     return KnowledgeRefused(
-        f"“{filename}” is {size_label(n_bytes)}; one knowledge source may be at most "
-        f"{size_label(MAX_SOURCE_BYTES)}. Break it into smaller files and import each one: the library never "
+        f"“{filename}” is {size_label(n_bytes)} ({n_bytes:,} bytes); one knowledge source may be at most "
+        f"{size_label(MAX_SOURCE_BYTES)} ({MAX_SOURCE_BYTES:,} bytes). Break it into smaller files and import each one: the library never "
         "keeps just the part of a file that fits."
     )
 

@@ -91,3 +91,13 @@ def test_a_killed_backups_partial_is_cleaned_by_the_next_backup(tmp_path):
     assert fresh.exists(), "a partial another backup may still be writing was removed"
     assert finished.path.exists() and taken.path.exists()
     assert {b.path for b in backup.existing(path)} == {finished.path, taken.path}
+
+
+def test_a_knowledge_file_one_byte_too_large_says_by_how_much(camp, monkeypatch):
+    from engine.knowledge import intake
+    from engine.knowledge.refusals import KnowledgeRefused
+
+    monkeypatch.setattr(intake, "MAX_SOURCE_BYTES", 1024 * 1024)
+    with pytest.raises(KnowledgeRefused) as caught:
+        camp.knowledge.add("big.md", "a" * (1024 * 1024 + 1))
+    assert "1,048,577 bytes" in str(caught.value) and "1,048,576 bytes" in str(caught.value)
