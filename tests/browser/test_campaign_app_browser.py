@@ -273,7 +273,9 @@ def _memory_panel(app) -> None:
 
 def _knowledge_panel(app, work: Path) -> None:
     panel = _open(app, "Knowledge")
-    panel.locator("input[type=file]").set_input_files(str(work / "harbour.md"))
+    with app.page.expect_file_chooser() as chooser:  # the upload's <input type=file> is not in the page
+        panel.locator(".widget-upload").click()
+    chooser.value.set_files(str(work / "harbour.md"))
     panel.get_by_role("button", name="Add to library").click()
     panel.get_by_text("Added").wait_for(timeout=60 * SECOND)
     assert "harbour" in panel.locator(".sw-knowledge").inner_text().lower()
