@@ -1,0 +1,122 @@
+"""A turn's engine cost stays flat as a campaign grows (issue 15).
+
+The default feature set is on, as a user has it: memory, summary, the state
+protocol and a knowledge library, at the default 16,384-token budget. The
+narrator and the embedder are made instant, so what is timed is the engine:
+one `camp.act` including its derived work (background=False runs it inline).
+The bare set (all of that off) is timed beside it.
+
+Targets: median <= 20 ms at 1,000 turns, within 25 % of the 100-turn value at
+10,000 turns; database growth <= 6 KB per turn plus the turn's own text.
+The 10,000-turn cases build for minutes and run under `make bench` only.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import statistics
+import time
+
+import pytest
+from long_campaign import grow
+from narrators import BagOfWordsEmbedder, ScriptedNarrator
+
+from engine import Workbench
+
+pytestmark = pytest.mark.benchmark
+BARE = {"memory_enabled": False, "auto_summarize": False, "embedder": "none", "state_protocol": False}
+REPLY = "The lantern gutters, and somewhere below water drips on stone; Mara counts the bells."
+BIBLE = """# Westhaven
+
+## The chapel
+The chapel bells were cast from the wreck of the Morning Star; they ring only when a ship is lost.
+
+## The harbour
+Mara keeps the harbour ledger. The tide turns at the sixth bell, and the lantern on the mole is lit at dusk.
+"""
+ROUNDS = 30
+GROWTH_TURNS = 50
+GROWTH_TARGET = 6 * 1024
+
+
+class Instant(ScriptedNarrator):
+    """Generation that costs nothing, so what is timed is the engine; memory
+    and summary requests get a short answer like any narrator's."""
+
+    def execute(self, prompt):
+        if prompt.task != "narrate":
+            from engine.providers import Text
+
+            yield Text("Aldric walked the town and Mara counted the bells.")
+            return
+        yield from super().execute(prompt)
+
+
+def _open(path, features: str):
+    wb = Workbench.open(path, background=False)
+    if features == "bare":
+        wb.configure(narrator=Instant([REPLY]), **BARE)
+    else:
+        wb.configure(narrator=Instant([REPLY]), embedder=BagOfWordsEmbedder(384))
+    return wb
+
+
+def _campaign(tmp_path, turns: int, features: str):
+    wb = _open(tmp_path / f"{features}-{turns}.db", features)
+    camp = wb.new_campaign("Westhaven", premise="A port town under quarantine.", protagonist="Aldric",
+                           opening="The bells have not rung for three days.")
+    if features == "defaults":
+        camp.knowledge.add("westhaven.md", BIBLE, classification="canon")
+    grow(wb.db, camp.id, turns, BagOfWordsEmbedder(384))
+    for i in range(10):  # warm the caches (token counts, vectors) and let derived work catch up
+        camp.act(f"I look around, warm-up {i}")
+    return wb, camp
+
+
+def _file_bytes(wb) -> int:
+    path = str(wb.db.path)
+    raw = sqlite3.connect(path)
+    raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    raw.close()
+    return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+
+
+CASES = [(100, "defaults"), (1000, "defaults"), (10_000, "defaults"), (1000, "bare"), (10_000, "bare")]
+
+
+@pytest.mark.parametrize(("turns", "features"), CASES, ids=[f"{t}-{f}" for t, f in CASES])
+def test_turn_engine_time(benchmark, tmp_path, turns, features):
+    if turns >= 10_000 and not benchmark.enabled:
+        pytest.skip("10,000-turn cases run under `make bench` only (minutes to build on 2 cores)")
+    wb, camp = _campaign(tmp_path, turns, features)
+    times = []
+
+    def act():
+        started = time.perf_counter()
+        turn = camp.act("I listen at the chapel door")
+        times.append(time.perf_counter() - started)
+        return turn
+
+    turn = benchmark.pedantic(act, rounds=ROUNDS if benchmark.enabled else 3, iterations=1)
+    assert turn.text == REPLY and turn.report["prompt"]["story"]
+    median = statistics.median(times) * 1000
+    benchmark.extra_info.update(turns=turns, features=features, median_ms=round(median, 2),
+                                p90_ms=round(sorted(times)[int(0.9 * (len(times) - 1))] * 1000, 2))
+    if features == "defaults" and benchmark.enabled:
+        assert turn.report["memories"]["used"] and turn.report["history"]["included"] > 100
+    wb.close()
+
+
+def test_database_growth_per_turn_at_1000_turns(benchmark, tmp_path):
+    """Bytes the file gains per played turn, less the turn's own text (its input and reply)."""
+    wb, camp = _campaign(tmp_path, 1000, "defaults")
+    before = _file_bytes(wb)
+    own = 0
+    for i in range(GROWTH_TURNS):
+        turn = camp.act(f"I ask Mara about the bells, question {i}")
+        own += len(turn.text.encode()) + len((turn.input or "").encode())
+    growth = (_file_bytes(wb) - before - own) / GROWTH_TURNS
+    benchmark.extra_info.update(bytes_per_turn=round(growth), own_text_per_turn=round(own / GROWTH_TURNS))
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+    assert growth <= GROWTH_TARGET, f"{growth:.0f} bytes per turn"
+    wb.close()
