@@ -22,17 +22,17 @@ __all__ = ["SettingsPanel", "connection_html"]
 NARRATORS = [("Embedded (SmolLM2, offline)", "local"), ("My server (OpenAI-compatible)", "endpoint")]
 EMBEDDERS = [("Embedded MiniLM (offline)", "local"), ("My server's embedding model", "endpoint"),
              ("A GGUF embedding model", "gguf"), ("None (word search only)", "none")]
-_WIDE = {"layout": {"width": "100%", "max_width": "34em"}, "style": {"description_width": "10em"}}
 
 
 def _field(kind, description: str, tooltip: str = "", **options) -> w.Widget:
-    control = kind(description=description, tooltip=tooltip, **options,
-                   layout=w.Layout(**_WIDE["layout"]), style=_WIDE["style"])
-    return control
+    """One labelled control; labels get a fixed column so the inputs line up."""
+    return kind(description=description, tooltip=tooltip, **options,
+                layout=w.Layout(width="100%", max_width="34em"), style={"description_width": "10em"})
 
 
 class SettingsPanel(w.VBox):
-    # setting name -> control; the order is the panel's order.
+    """`controls` maps each setting's name to its control, in the panel's order."""
+
     def __init__(self, camp: Campaign):
         self.workbench = camp.workbench
         self.controls: dict[str, w.Widget] = {
@@ -87,12 +87,11 @@ class SettingsPanel(w.VBox):
 
     def _show_relevant(self) -> None:
         """The endpoint fields only when something uses the endpoint."""
-        uses_server = "endpoint" in (self.controls["narrator"].value, self.controls["embedder"].value)
-        for name in ("endpoint_url",):
-            self.controls[name].layout.display = "" if uses_server else "none"
-        self.controls["model"].layout.display = "" if self.controls["narrator"].value == "endpoint" else "none"
-        self.controls["embedding_model"].layout.display = ("" if self.controls["embedder"].value == "endpoint"
-                                                           else "none")
+        narrator, embedder = self.controls["narrator"].value, self.controls["embedder"].value
+        shown = {"endpoint_url": "endpoint" in (narrator, embedder), "model": narrator == "endpoint",
+                 "embedding_model": embedder == "endpoint"}
+        for name, show in shown.items():
+            self.controls[name].layout.display = "" if show else "none"
 
     def changes(self) -> dict:
         s = self.workbench.settings
