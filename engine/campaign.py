@@ -385,7 +385,7 @@ class Campaign:
             tree = self._tree(s)
             node = tree.node(node_id)
             takes = tree.takes(node)
-            kept = record.load(s, node)
+            row = s.get(TurnRecordRow, node_id)
             parent = s.get(NodeRow, node.parent_id) if node.parent_id else None
             return Turn(
                 id=node.id,
@@ -395,13 +395,17 @@ class Campaign:
                 reasoning=node.reasoning,
                 take=[t.id for t in takes].index(node.id) + 1,
                 takes=len(takes),
-                narrator=kept.narrator,
-                report=kept.report,
-                usage=kept.usage,
-                accounting=kept.accounting,
-                window=kept.window,
-                timings=kept.timings,
+                narrator=row.narrator if row else "",
+                usage=dict(row.usage or {}) if row else {},
+                accounting=dict(row.accounting or {}) if row else {},
+                window=dict(row.window or {}) if row else {},
+                timings=dict(row.timings or {}) if row else {},
+                load_report=lambda: self._report(node_id),
             )
+
+    def _report(self, node_id: int):
+        with self._db.reading() as s:
+            return record.load(s, self._tree(s).node(node_id)).report
 
     def records(self, *, takes: str = "played") -> pd.DataFrame:
         """One row per narration: `takes="played"` (the default) covers the story

@@ -5,10 +5,13 @@ and each displays itself in a notebook.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 
 from . import display
+from .context import Report
 
 __all__ = ["Entry", "SavePoint", "Turn"]
 
@@ -41,11 +44,18 @@ class Turn:
     take: int = 1
     takes: int = 1
     narrator: str = ""
-    report: dict = field(default_factory=dict, repr=False)
     usage: dict = field(default_factory=dict)
     accounting: dict = field(default_factory=dict)
     window: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
+    # Reads the report when first asked for: rebuilding the exact prompt reads
+    # the history it refers to, which a turn that is only played never needs.
+    load_report: Callable[[], dict] | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def report(self) -> Report:
+        """What the narrator was shown (engine.turns.record), the exact prompt included."""
+        return self.load_report() if self.load_report is not None else Report()
 
     def _repr_html_(self) -> str:
         return display.turn_html(self)

@@ -162,6 +162,11 @@ def evict(db, campaign_id: int, capacity: int) -> int:
     Recency first, use count only to break ties: ordering by count first froze
     the bank (a new memory has count 0, so it was evicted in the run that
     wrote it, every time). Forgotten memories are kept for display."""
+    with db.reading() as s:  # most turns evict nothing: ask before taking the write lock
+        active = s.scalar(select(func.count()).select_from(MemoryRow).where(
+            MemoryRow.campaign_id == campaign_id, MemoryRow.forgotten.is_(False)))
+    if active <= max(1, capacity):
+        return 0
     with db.writing() as s:
         active = s.scalar(select(func.count()).select_from(MemoryRow).where(
             MemoryRow.campaign_id == campaign_id, MemoryRow.forgotten.is_(False)))
