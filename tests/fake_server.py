@@ -78,6 +78,7 @@ class Script:
     huge_line: int = 0                                        # bytes of one stream line without a newline
     bomb: dict[str, int] = field(default_factory=dict)        # path -> decompressed size of a gzip bomb
     stream_error: str = ""                                    # an error event after the first piece (HTTP 200)
+    whole: bool = False                                       # ignore stream: true and answer in one JSON body
 
 
 def count_tokens(text: str, factor: float) -> int:
@@ -264,6 +265,10 @@ class FakeServer:
                                 "window": window})
         if s.stream_delay:
             time.sleep(s.stream_delay)
+        if s.whole:
+            text = "".join(pieces)
+            choice = {"index": 0, "message": {"role": "assistant", "content": text}} if chat else {"index": 0, "text": text}
+            return h._json(200, {"choices": [{**choice, "finish_reason": finish}], "usage": usage})
         h.send_response(200)
         h.send_header("Content-Type", "text/event-stream")
         h.send_header("Connection", "close")

@@ -502,7 +502,7 @@ class OpenAINarrator:
         for choice in payload.get("choices") or []:
             if not isinstance(choice, dict):
                 continue
-            delta = choice.get("delta") or {}
+            delta = choice.get("delta") or choice.get("message") or {}  # message: an answer sent whole
             for key in REASONING_KEYS:
                 if isinstance(delta.get(key), str) and delta[key]:
                     yield Reasoning(_clean(delta[key]))
@@ -521,10 +521,16 @@ def _error_code(payload: dict) -> int:
 
 
 def _payload(line: bytes):
-    """One SSE line: a JSON payload, _DONE, or None for anything else (comments, blanks)."""
-    if not line.startswith(b"data:"):
+    """One SSE line: a JSON payload, _DONE, or None for anything else (comments,
+    blanks). A line that is a bare JSON object is a server (or proxy) that
+    ignored `stream: true` and answered whole; it is read the same way."""
+    line = line.strip()
+    if line.startswith(b"{"):
+        data = line
+    elif line.startswith(b"data:"):
+        data = line[5:].strip()
+    else:
         return None
-    data = line[5:].strip()
     if data == b"[DONE]":
         return _DONE
     try:

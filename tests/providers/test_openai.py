@@ -148,3 +148,11 @@ def test_an_error_event_in_the_middle_of_a_stream_is_the_servers_words_not_a_sho
     with FakeServer(Script(stream_error="slot 0: KV cache full, decode failed")) as server:
         with pytest.raises(NarratorError, match="The server said: “slot 0: KV cache full, decode failed”"):
             run(OpenAINarrator(server.base, "story-model"))
+
+
+@pytest.mark.parametrize("api_mode", ["chat", "completion"])
+def test_a_server_that_answers_whole_instead_of_streaming_is_still_read(api_mode):
+    with FakeServer(Script(whole=True)) as server:
+        chunks = run(OpenAINarrator(server.base, "story-model", api_mode=api_mode))
+    assert "".join(c.text for c in chunks if isinstance(c, Text)) == "The door opens."
+    assert chunks[-1].prompt_tokens == 120
