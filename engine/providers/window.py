@@ -124,13 +124,21 @@ def with_ratio(window: Window, ratio: float, detail: str) -> Window:
 def model_matches(wanted: str, offered: str, aliases=()) -> bool:
     """llama.cpp's server lists its model under the GGUF path it was started
     with (or its --alias): a model named by file name, by stem or by alias is
-    the same model."""
+    the same model. Other names (Ollama tags, vLLM repo ids) match exactly."""
     if not wanted or not offered:
         return False
     names = {offered, *[a for a in aliases or () if isinstance(a, str)]}
-    base = posixpath.basename(offered.replace("\\", "/"))
-    names |= {base, base.removesuffix(".gguf")}
-    return wanted in names or posixpath.basename(wanted).removesuffix(".gguf") in {n.removesuffix(".gguf") for n in names}
+    names |= _file_names(offered)
+    return bool(({wanted} | _file_names(wanted)) & names)
+
+
+def _file_names(name: str) -> set[str]:
+    """A GGUF path's file name and stem; nothing for a name that is not a path."""
+    name = name.replace("\\", "/")
+    if not (name.endswith(".gguf") or name.startswith("/")):
+        return set()
+    base = posixpath.basename(name)
+    return {base, base.removesuffix(".gguf")}
 
 
 def _positive_int(value) -> int | None:

@@ -146,3 +146,8 @@ def test_reserve_and_effective_budget():
     assert w.effective_budget(2048, w.Window(4096, w.LOADED)) == 2048
     assert w.effective_budget(16384, w.Window(None)) == 16384
     assert w.native_base("http://127.0.0.1:11434/v1/") == "http://127.0.0.1:11434"
+
+
+def test_repo_style_names_are_not_matched_by_their_last_part():
+    assert not w.model_matches("someone/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct")
+    assert w.model_matches("SmolLM2.gguf", "C:\\models\\SmolLM2.gguf")
