@@ -58,16 +58,26 @@ class PathHistory:
         self.session, self.path = session, path
         self.total = end + 1
         self.last: list[context.Line] = []  # the lines of the newest read: the builder chose from these
+        self._read: list[context.Line] = []  # every line read so far, oldest first, ending at the head
+        self._complete = False
 
     def newest(self, n: int) -> list[context.Line]:
         """Three columns, not ORM rows: building ORM objects for the history was
-        most of a turn's engine time at 1,000 turns (measured 22 ms of 27)."""
-        if self.total <= 0:
+        most of a turn's engine time at 1,000 turns (measured 22 ms of 27). The
+        builder asks again with a doubled `n` until the budget is covered; only
+        the older lines not read yet are fetched, so a 16k budget reads each
+        node once instead of about twice."""
+        if self.total <= 0 or n <= 0:
             return []
-        rows = self.session.execute(
-            select(NodeRow.kind, NodeRow.text, NodeRow.depth).where(self.path.clause())
-            .order_by(NodeRow.depth.desc()).limit(n)).all()
-        self.last = [context.Line(kind, text, depth) for kind, text, depth in reversed(rows)]
+        if n > len(self._read) and not self._complete:
+            query = select(NodeRow.kind, NodeRow.text, NodeRow.depth).where(self.path.clause())
+            if self._read:
+                query = query.where(NodeRow.depth < self._read[0].depth)
+            wanted = n - len(self._read)
+            rows = self.session.execute(query.order_by(NodeRow.depth.desc()).limit(wanted)).all()
+            self._read = [context.Line(kind, text, depth) for kind, text, depth in reversed(rows)] + self._read
+            self._complete = len(rows) < wanted
+        self.last = self._read[-n:]
         return self.last
 
     def reference(self, report: dict) -> HistoryRef | None:
