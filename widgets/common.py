@@ -64,4 +64,5 @@ def table_html(columns: Iterable[str], rows: Iterable[Iterable[object]], css_cla
     head = "".join(f"<th style='text-align:left;padding-right:1em'>{escape(str(c))}</th>" for c in columns)
     body = "".join("<tr>" + "".join(f"<td style='padding-right:1em;vertical-align:top'>{escape(str(v))}</td>"
                                     for v in row) + "</tr>" for row in rows)
-    return f"<table class='{escape(css_class)}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return (f"<table class='{escape(css_class)}' style='max-width:100%;overflow-wrap:anywhere'>"
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")

@@ -21,7 +21,8 @@ from .runner import Runner, describe_error
 __all__ = ["KnowledgePanel"]
 
 CLASS_OPTIONS = [(CLASS_LABELS[c], c) for c in CLASSES]
-_COLUMNS = ["id", "title", "class", "on", "passages", "tokens", "embedded", "index", "vectors"]
+# Few, short columns: the panel is ~470 px wide in a 900 px window with the file browser open.
+_COLUMNS = ["id", "title", "class", "used", "passages", "search"]
 
 
 class KnowledgePanel(w.VBox):
@@ -126,8 +127,8 @@ class KnowledgePanel(w.VBox):
             return
         self._frame = frame
         self.status.value = f"<p class='sw-knowledge-status' style='margin:.2em 0'>{escape(status.words)}</p>"
-        rows = [(i, r.title, CLASS_LABELS.get(r["class"], r["class"]), "yes" if r.enabled else "off", r.passages,
-                 r.tokens, r.embedded, r.index_state, r.embed_state) for i, r in frame.iterrows()]
+        rows = [(i, r.title, CLASS_LABELS.get(r["class"], r["class"]), "yes" if r.enabled else "off",
+                 f"{r.passages} ({r.tokens:,} tokens)", _search_words(r)) for i, r in frame.iterrows()]
         self.listing.value = table_html(_COLUMNS, rows, "sw-knowledge") if rows else ""
         before = self.choice.value
         options = [(f"{i}: {r.title}", int(i)) for i, r in frame.iterrows()]
@@ -152,3 +153,9 @@ class KnowledgePanel(w.VBox):
                 self.klass.value, self.enabled.value = row["class"], bool(row["enabled"])
             finally:
                 self._quiet = False
+
+
+def _search_words(row) -> str:
+    """Word search and vectors in a few words: "words ready, 3/5 vectors"."""
+    vectors = f"{row.embedded}/{row.passages} vectors" if row.embed_state != "idle" or row.embedded else "no vectors"
+    return f"words {row.index_state}, {vectors}"

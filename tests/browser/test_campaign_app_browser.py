@@ -279,13 +279,18 @@ def _knowledge_panel(app, work: Path) -> None:
     panel.get_by_role("button", name="Add to library").click()
     panel.get_by_text("Added").wait_for(timeout=60 * SECOND)
     assert "harbour" in panel.locator(".sw-knowledge").inner_text().lower()
+    page = app.page
+    page.set_viewport_size({"width": 900, "height": 1100})  # the widest panel, at the narrowest window
+    page.wait_for_timeout(700)
+    assert _overflowing(page) == [], "with the Knowledge panel open at 900 px"
+    app.get_by_text("Knowledge", exact=True).first.click()  # closed again for the screenshots
 
 
 def _screenshots(page, app) -> None:
     """The app at both widths, story and controls in view, for evidence/."""
     EVIDENCE.parent.mkdir(exist_ok=True)
     for width in (900, 1400):
-        page.set_viewport_size({"width": width, "height": 1400})
+        page.set_viewport_size({"width": width, "height": 1800})  # tall enough for the whole app
         page.wait_for_timeout(700)
         app.screenshot(path=str(EVIDENCE.parent / f"app-{width}.png"))
     page.set_viewport_size({"width": 1280, "height": 2600})  # the whole app, story to panels
