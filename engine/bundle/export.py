@@ -1,4 +1,4 @@
-"""One campaign as one JSON document (this workbench's format, version 1).
+"""One campaign as one JSON document (this workbench's format, version 2).
 
 Read in a single read transaction, so a turn committing meanwhile is either
 wholly in the file or not at all. Ids become local to the file: branches are
@@ -22,6 +22,7 @@ from ..store.cards_tables import StoryCardRow
 from ..store.knowledge_tables import KnowledgeSourceRow
 from ..store.memory_tables import MemoryRow, SummaryRow
 from ..store.narrative_tables import StateEventRow
+from ..turns.record import hashes_of, stored_texts
 from .native import FORMAT, VERSION
 
 __all__ = ["build_bundle", "scrub"]
@@ -56,9 +57,23 @@ def build_bundle(session: Session, campaign_id: int, machine: tuple[str, ...] = 
         "branches": [{"id": branch_key[b.id], "parent": branch_key.get(b.parent_id), "fork_depth": b.fork_depth,
                       "created_at": _iso(b.created_at)} for b in branches],
         "nodes": [_node(n, branch_key, node_key, records.get(n.id), machine, scrubbed) for n in nodes],
+        "prompt_texts": _texts(session, records.values(), machine, scrubbed),
         **_sections(session, campaign_id, branch_key, node_key),
     }
     return bundle, scrubbed[0]
+
+
+def _texts(session: Session, records, machine, scrubbed) -> dict[str, str]:
+    """The prompt texts the records refer to, each once (a v3 record keeps
+    long texts by hash; see engine.turns.record)."""
+    wanted: set[str] = set()
+    for r in records:
+        wanted |= hashes_of(r.report or {})
+    texts = stored_texts(session, wanted)
+    if machine and _mentions(texts, machine):
+        texts, count = scrub(texts, machine)  # the reader re-keys a text whose hash no longer matches
+        scrubbed[0] += count
+    return dict(sorted(texts.items()))
 
 
 def _parents_first(branches: list[BranchRow]) -> list[BranchRow]:

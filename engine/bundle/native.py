@@ -1,4 +1,4 @@
-"""This workbench's own bundle, version 1: the reader.
+"""This workbench's own bundle, versions 1 and 2: the readers.
 
 The shape (every id is local to the file and renumbered on import):
 
@@ -15,11 +15,20 @@ The shape (every id is local to the file and renumbered on import):
 A node's `record` is its turn record (narrator, report, usage, accounting,
 window, timings) or null. In a version-1 file an empty section means "none";
 an absent one means the writer could not say, and nothing is invented for it.
+
+Version 2 adds `"prompt_texts": {hash: text}`: its records are v3 turn
+records (engine.turns.record), which keep each long text once by content hash
+and their history as a node range, so a 1,000-turn bundle no longer carries a
+thousand copies of the same system block and history. A text whose hash does
+not match (an export scrubbed it, or the file was edited) is filed under its
+true hash and the records are pointed at it; a record that refers to a text
+the file lacks is dropped, its narration kept.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from ..turns.record import REF, hashes_of, text_hash
 from .errors import BundleRefused
 from .fields import MISSING, json_object, moment, state_document, string
 from .library import read_cards, read_knowledge
@@ -27,10 +36,10 @@ from .plan import Notes, Plan
 from .sections import read_events, read_memories, read_save_points, read_summaries
 from .tree import read_tree
 
-__all__ = ["FORMAT", "NARRATION_LENGTHS", "VERSION", "read_campaign", "read_v1"]
+__all__ = ["FORMAT", "NARRATION_LENGTHS", "VERSION", "read_campaign", "read_v1", "read_v2"]
 
 FORMAT = "story-workbench-campaign"
-VERSION = 1
+VERSION = 2
 NARRATION_LENGTHS = ("", "brief", "medium", "long")
 UNTITLED = "Imported campaign"
 
@@ -64,7 +73,7 @@ def read_campaign(raw: Any, notes: Notes) -> dict[str, Any]:
     }
 
 
-def read_v1(payload: dict, format_name: str = f"{FORMAT} v{VERSION}") -> Plan:
+def read_v1(payload: dict, format_name: str = f"{FORMAT} v1") -> Plan:
     """Every check, no writes: a Plan, or BundleRefused saying why not."""
     notes = Notes()
     campaign = read_campaign(payload.get("campaign", MISSING), notes)
@@ -80,3 +89,50 @@ def read_v1(payload: dict, format_name: str = f"{FORMAT} v{VERSION}") -> Plan:
         events=events, knowledge=knowledge,
         cards=read_cards(payload.get("story_cards", MISSING), notes), notes=notes,
     )
+
+
+def read_v2(payload: dict) -> Plan:
+    """Version 1's checks, then the prompt texts its records refer to."""
+    plan = read_v1(payload, f"{FORMAT} v2")
+    plan.texts, moved = _prompt_texts(payload.get("prompt_texts", MISSING), plan.notes)
+    for node in plan.nodes:
+        if node.record is None:
+            continue
+        report = _moved(node.record.report, moved) if moved else node.record.report
+        if hashes_of(report) - plan.texts.keys():
+            plan.notes.drop("a turn record that refers to prompt text the file lacks was dropped (its narration "
+                            "was kept)")
+            node.record = None
+        else:
+            node.record.report = report
+    return plan
+
+
+def _prompt_texts(raw: Any, notes: Notes) -> tuple[dict[str, str], dict[str, str]]:
+    """({hash: text} keyed by each text's true hash, {hash in the file: true hash} where they differ)."""
+    if raw is MISSING:
+        return {}, {}
+    if not isinstance(raw, dict):
+        notes.drop("the prompt texts were not a mapping; the turn records that need them were dropped")
+        return {}, {}
+    texts, moved = {}, {}
+    for key, value in raw.items():
+        if not isinstance(value, str):
+            notes.drop("a prompt text that was not text was dropped")
+            continue
+        true = text_hash(value)
+        texts[true] = value
+        if key != true:
+            moved[key] = true
+    if moved:
+        notes.repair("a prompt text whose hash did not match it was filed under its own hash")
+    return texts, moved
+
+
+def _moved(value: Any, moved: dict[str, str]) -> Any:
+    if isinstance(value, list):
+        return [_moved(v, moved) for v in value]
+    if isinstance(value, dict):
+        return {k: moved.get(v, v) if k.endswith(REF) and isinstance(v, str) else _moved(v, moved)
+                for k, v in value.items()}
+    return value

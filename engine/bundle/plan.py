@@ -190,6 +190,7 @@ class Plan:
     knowledge: list[KnowledgePlan] = field(default_factory=list)
     cards: list[CardPlan] = field(default_factory=list)
     notes: Notes = field(default_factory=Notes)
+    texts: dict[str, str] = field(default_factory=dict)  # prompt texts the records refer to, by hash
 
     def counts(self) -> dict[str, int]:
         return {

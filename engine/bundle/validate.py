@@ -13,7 +13,7 @@ from typing import Any
 from . import reference
 from .errors import BundleRefused, refusing
 from .fields import is_whole
-from .native import FORMAT, VERSION, read_v1
+from .native import FORMAT, VERSION, read_v1, read_v2
 from .plan import Plan
 
 __all__ = ["READABLE", "READERS", "validate"]
@@ -22,6 +22,7 @@ __all__ = ["READABLE", "READERS", "validate"]
 # written with it exist.
 READERS: dict[tuple[str, int], Callable[[dict], Plan]] = {
     (FORMAT, 1): read_v1,
+    (FORMAT, 2): read_v2,  # prompt texts stored once (issue 15)
 }
 READABLE = sorted({f"{name} v{version}" for name, version in READERS} | set(reference.FORMATS))
 

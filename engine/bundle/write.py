@@ -26,6 +26,7 @@ from ..store.cards_tables import StoryCardRow
 from ..store.knowledge_tables import KnowledgeSourceRow
 from ..store.memory_tables import MemoryRow, SummaryRow
 from ..store.narrative_tables import StateEventRow
+from ..turns.record import store_texts
 from .errors import BundleRefused
 from .plan import Plan
 
@@ -117,6 +118,7 @@ def _write_nodes(session: Session, plan: Plan, campaign_id: int, branches: dict[
 
 
 def _write_records(session: Session, plan: Plan, nodes: dict[int, int]) -> None:
+    store_texts(session, plan.texts)
     rows = [{"node_id": nodes[n.key], "narrator": n.record.narrator, "report": n.record.report,
              "usage": n.record.usage, "accounting": n.record.accounting, "window": n.record.window,
              "timings": n.record.timings} for n in plan.nodes if n.record is not None]

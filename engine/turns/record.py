@@ -31,7 +31,7 @@ from ..store.models import PromptTextRow
 from ..story.lineage import branch_table, path_to
 
 __all__ = [
-    "RECORD_VERSION", "RECORD_COLUMNS", "SECTION_COLUMNS", "HistoryRef", "TurnRecord", "compact", "expand",
+    "REF", "RECORD_VERSION", "RECORD_COLUMNS", "SECTION_COLUMNS", "HistoryRef", "TurnRecord", "compact", "expand",
     "hashes_of", "history_ref", "load", "record_columns", "store_texts", "stored_texts", "text_hash",
     "write_record",
 ]

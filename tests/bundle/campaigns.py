@@ -20,6 +20,7 @@ from engine.store.cards_tables import StoryCardRow
 from engine.store.knowledge_tables import KnowledgePassageRow, KnowledgeSourceRow
 from engine.store.memory_tables import MemoryRow, SummaryRow
 from engine.store.narrative_tables import StateEventRow
+from engine.turns import record
 
 BLOCK = ('Mara hands you the silver key.\n\n```state\n{"events": ['
          '{"type": "create_entity", "entity": "ila", "entity_type": "character", "name": "Ila"}, '
@@ -109,8 +110,9 @@ def snapshot(wb, campaign_id: int) -> dict:
             "branches": [[bkey.get(b.parent_id), b.fork_depth, _iso(b.created_at)] for b in branches],
             "nodes": [[bkey[n.branch_id], n.depth, nkey.get(n.parent_id), n.kind, n.text, n.raw_text, n.reasoning,
                        n.live, n.edited, n.state_after, _iso(n.created_at)] for n in nodes],
-            "records": [[nkey[i], r.narrator, r.report, r.usage, r.accounting, r.window, r.timings]
-                        for i, r in sorted(records.items())],
+            # the report as a reader sees it (exact prompt rebuilt), not its stored form
+            "records": [[nkey[i], r.narrator, dict(record.load(s, s.get(NodeRow, i)).report), r.usage, r.accounting,
+                         r.window, r.timings] for i, r in sorted(records.items())],
             "save_points": [[p.name, p.note, bkey[p.branch_id], p.depth, _iso(p.created_at)] for p in rows(SavePointRow)],
             "events": [[nkey.get(e.node_id), e.source, e.event, e.accepted, e.reason, e.note, _iso(e.created_at)]
                        for e in rows(StateEventRow)],

@@ -10,6 +10,7 @@ from campaigns import configure, snapshot
 
 from engine import Workbench
 from engine.bundle import FORMAT, VERSION, facade, validate
+from engine.turns import record
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -54,6 +55,7 @@ def test_a_campaign_arrives_whole_in_another_process(rich, tmp_path):
     before = source_snapshot(rich)
     target = tmp_path / "elsewhere" / "fresh.db"
     assert not target.exists()
+    target.parent.mkdir()
     arrived = import_elsewhere(rich[2], target)
     after = arrived["snapshot"]
     for family in before:
@@ -180,3 +182,46 @@ def test_an_export_taken_while_turns_commit_is_one_consistent_moment(fresh, tmp_
         plan = validate(payload)  # no hole, no head past the story, nothing to repair
         assert plan.notes.repaired == [] and plan.notes.dropped == []
         assert payload["head"]["depth"] == max(n["depth"] for n in payload["nodes"])
+
+
+def test_version_2_keeps_each_prompt_text_once_and_every_prompt_comes_back(rich, fresh):
+    payload = json.loads(rich[2].read_text(encoding="utf-8"))
+    assert payload["version"] == 2 and payload["prompt_texts"]
+    referenced = set().union(*(record.hashes_of(n["record"]["report"]) for n in payload["nodes"] if n["record"]))
+    assert referenced == set(payload["prompt_texts"])  # exactly what the records need, once each
+    assert all(record.text_hash(t) == h for h, t in payload["prompt_texts"].items())
+    before = Workbench.open(rich[0], background=False)
+    imported = fresh.campaign(facade.import_campaign(fresh, rich[2]).campaign_id)
+    source = before.campaign(rich[1])
+    for old, new in zip(source.records(takes="all").node_id, imported.records(takes="all").node_id, strict=True):
+        assert imported.turn(int(new)).report.get("prompt") == source.turn(int(old)).report.get("prompt")
+    before.close()
+
+
+def test_a_version_1_bundle_with_full_reports_still_imports_and_shows_its_prompt(fresh):
+    from engine.bundle.native import read_v1  # noqa: F401  (the reader version 1 files get)
+
+    report = {"sections": [{"name": "history", "part": "story", "tokens": 3, "text": "It begins."}],
+              "prompt": {"system": "Narrate.", "story": "It begins."}, "tokens": {"budget": 2048}}
+    bundle = {"format": FORMAT, "version": 1, "campaign": {"title": "Old"}, "head": {"branch": 1, "depth": 1},
+              "branches": [{"id": 1, "parent": None, "fork_depth": -1}],
+              "nodes": [{"id": 1, "branch": 1, "depth": 0, "parent": None, "kind": "start", "text": "It begins."},
+                        {"id": 2, "branch": 1, "depth": 1, "parent": 1, "kind": "narrator", "text": "Rain.",
+                         "record": {"narrator": "old", "report": report}}]}
+    camp = fresh.campaign(facade.import_campaign(fresh, bundle).campaign_id)
+    turn = camp.turn(camp.history()[-1].id)
+    assert turn.report["prompt"] == {"system": "Narrate.", "story": "It begins."}
+    assert camp.records().record_version.tolist() == [2]
+
+
+def test_a_mismatched_text_is_refiled_and_a_missing_one_drops_only_its_record(rich, fresh):
+    payload = json.loads(rich[2].read_text(encoding="utf-8"))
+    key, value = next(iter(payload["prompt_texts"].items()))
+    payload["prompt_texts"][key] = value + " (edited by hand)"
+    plan = validate(payload)
+    assert any("its own hash" in line for line in plan.notes.repaired) and not plan.notes.dropped
+    assert key not in plan.texts and record.text_hash(value + " (edited by hand)") in plan.texts
+    del payload["prompt_texts"][next(iter(payload["prompt_texts"]))]
+    plan = validate(payload)
+    dropped = [line for line in plan.notes.dropped if "prompt text the file lacks" in line]
+    assert dropped and sum(n.record is not None for n in plan.nodes) < sum(bool(n["record"]) for n in payload["nodes"])
