@@ -7,20 +7,41 @@ vector, a summary every fifteen), after which it plays real turns on top.
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 from sqlalchemy import func, insert, select
 
 from engine.memory.vectors import pack
-from engine.store import CampaignRow, NodeRow
+from engine.store import CampaignRow, NodeRow, TurnRecordRow
 from engine.store.memory_tables import MemoryRow, SummaryRow
 from engine.store.models import utcnow
 
 PLACES = ("harbour", "chapel", "market", "lighthouse", "crypt", "tannery", "bridge", "mill")
 
 
-def grow(db, campaign_id: int, turns: int, embedder) -> None:
+def template_record(db, node_id: int) -> dict:
+    """A real take's record, to be copied onto grown narrations."""
+    with db.reading() as s:
+        r = s.get(TurnRecordRow, node_id)
+        return {"narrator": r.narrator, "report": r.report, "usage": r.usage, "window": r.window,
+                "accounting": r.accounting, "timings": r.timings}
+
+
+def _record_for(template: dict, node_id: int, depth: int) -> dict:
+    """The template with its history range moved to end just before `depth`."""
+    report = copy.deepcopy(template["report"])
+    for section in report.get("sections", []):
+        if "nodes" in section:
+            span = section["nodes"][1] - section["nodes"][0]
+            section["nodes"] = [max(0, depth - 2 - span), depth - 2]
+    return {**template, "node_id": node_id, "report": report}
+
+
+def grow(db, campaign_id: int, turns: int, embedder, template: dict | None = None) -> None:
     """Append `turns` player/narrator pairs at the head, with the memories and
-    summaries derived work would have written for them."""
+    summaries derived work would have written for them (and, given a real
+    record as `template`, a record per narration shaped like it)."""
     now = utcnow()
     with db.writing() as s:
         campaign = s.get(CampaignRow, campaign_id)
@@ -45,6 +66,9 @@ def grow(db, campaign_id: int, turns: int, embedder) -> None:
                                   "branch_id": branch, "depth": depth, "source_start": depth - 29,
                                   "source_end": depth, "trigger": "interval", "model_name": "", "created_at": now})
         s.execute(insert(NodeRow), nodes)
+        if template is not None:
+            s.execute(insert(TurnRecordRow), [_record_for(template, n["id"], n["depth"]) for n in nodes
+                                              if n["kind"] == "narrator"])
         vectors = np.asarray(embedder.embed([t for _, t in memories]), dtype=np.float32) if memories else []
         s.execute(insert(MemoryRow), [
             {"campaign_id": campaign_id, "text": t, "branch_id": branch, "depth": d, "source_start": d - 5,

@@ -18,7 +18,7 @@ import statistics
 import time
 
 import pytest
-from long_campaign import grow
+from long_campaign import grow, template_record
 from narrators import BagOfWordsEmbedder, ScriptedNarrator
 
 from engine import Workbench
@@ -61,13 +61,14 @@ def _open(path, features: str):
     return wb
 
 
-def _campaign(tmp_path, turns: int, features: str):
+def _campaign(tmp_path, turns: int, features: str, records: bool = False):
     wb = _open(tmp_path / f"{features}-{turns}.db", features)
     camp = wb.new_campaign("Westhaven", premise="A port town under quarantine.", protagonist="Aldric",
                            opening="The bells have not rung for three days.")
     if features == "defaults":
         camp.knowledge.add("westhaven.md", BIBLE, classification="canon")
-    grow(wb.db, camp.id, turns, BagOfWordsEmbedder(384))
+    template = template_record(wb.db, camp.act("I begin").id) if records else None
+    grow(wb.db, camp.id, turns, BagOfWordsEmbedder(384), template)
     for i in range(10):  # warm the caches (token counts, vectors) and let derived work catch up
         camp.act(f"I look around, warm-up {i}")
     return wb, camp
@@ -119,4 +120,36 @@ def test_database_growth_per_turn_at_1000_turns(benchmark, tmp_path):
     benchmark.extra_info.update(bytes_per_turn=round(growth), own_text_per_turn=round(own / GROWTH_TURNS))
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
     assert growth <= GROWTH_TARGET, f"{growth:.0f} bytes per turn"
+    wb.close()
+
+
+BUNDLE_CASES = [1000, 10_000]
+
+
+@pytest.mark.parametrize("turns", BUNDLE_CASES, ids=[str(t) for t in BUNDLE_CASES])
+def test_bundle_export_and_import(benchmark, tmp_path, turns):
+    """Targets at 1,000 turns: export <= 2 s, import <= 2 s, bundle <= 15 MB; 10,000 is measured."""
+    from engine.bundle import facade
+
+    if turns >= 10_000 and not benchmark.enabled:
+        pytest.skip("10,000-turn cases run under `make bench` only (minutes to build on 2 cores)")
+    wb, camp = _campaign(tmp_path, turns, "defaults", records=True)
+    started = time.perf_counter()
+    exported = benchmark.pedantic(lambda: facade.export_campaign(camp, tmp_path / "long.json"), rounds=1,
+                                  iterations=1)
+    export_s = time.perf_counter() - started
+    fresh = Workbench.open(tmp_path / "fresh.db", background=False)
+    fresh.configure(narrator=Instant([REPLY]), embedder=BagOfWordsEmbedder(384))
+    started = time.perf_counter()
+    imported = facade.import_campaign(fresh, exported.path)
+    import_s = time.perf_counter() - started
+    benchmark.extra_info.update(turns=turns, export_s=round(export_s, 2), import_s=round(import_s, 2),
+                                bundle_mb=round(exported.bytes / 1e6, 2))
+    assert exported.importable and imported.dropped == []
+    back = fresh.campaign(imported.campaign_id)
+    last = back.records().node_id.iloc[-1]
+    assert back.turn(int(last)).report["prompt"]["story"]
+    if turns == 1000:
+        assert export_s <= 2.0 and import_s <= 2.0 and exported.bytes <= 15e6, benchmark.extra_info
+    fresh.close()
     wb.close()
