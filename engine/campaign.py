@@ -250,7 +250,7 @@ class Campaign:
         `.frame()`, and pin / unpin / edit / delete / add."""
         from .memory.view import MemoryBank
 
-        return MemoryBank(self)
+        return MemoryBank(self._db, self.id)
 
     @property
     def summary(self) -> str:

@@ -7,7 +7,10 @@ import pandas as pd
 from sqlalchemy import select
 
 from ..errors import NotAllowed, NotFound
+from ..store import CampaignRow
 from ..store.memory_tables import MemoryRow
+from ..story import StoryTree
+from ..turns.locks import campaign_lock
 from .authority import classify_authority
 from .bank import set_vector
 
@@ -18,17 +21,26 @@ COLUMNS = ["id", "text", "authority", "source_start", "source_end", "depth", "on
 
 
 class MemoryBank:
-    def __init__(self, campaign):
-        self.campaign = campaign
+    """Takes a database and a campaign id, not the `Campaign`: the memory
+    layer sits below the facade and never calls into it."""
 
-    @property
-    def _db(self):
-        return self.campaign.workbench.db
+    def __init__(self, db, campaign_id: int):
+        self._db, self.campaign_id = db, campaign_id
+
+    def _tree(self, session) -> StoryTree:
+        row = session.get(CampaignRow, self.campaign_id)
+        if row is None:
+            raise NotFound(f"Campaign {self.campaign_id} no longer exists in {self._db.path}.")
+        return StoryTree(session, row)
+
+    def _change(self, doing: str, fn):
+        with campaign_lock(str(self._db.path), self.campaign_id, doing), self._db.writing() as session:
+            return fn(self._tree(session))
 
     def frame(self) -> pd.DataFrame:
         with self._db.reading() as s:
-            path = self.campaign._tree(s).path()
-            rows = s.scalars(select(MemoryRow).where(MemoryRow.campaign_id == self.campaign.id)
+            path = self._tree(s).path()
+            rows = s.scalars(select(MemoryRow).where(MemoryRow.campaign_id == self.campaign_id)
                              .order_by(MemoryRow.id)).all()
             data = [{"id": r.id, "text": r.text, "authority": r.authority, "source_start": r.source_start,
                      "source_end": r.source_end, "depth": r.depth, "on_path": path.contains(r.branch_id, r.depth),
@@ -45,10 +57,10 @@ class MemoryBank:
     def _edit(self, memory_id: int, doing: str, change) -> None:
         def go(tree):
             row = tree.session.get(MemoryRow, memory_id)
-            if row is None or row.campaign_id != self.campaign.id:
+            if row is None or row.campaign_id != self.campaign_id:
                 raise NotFound(f"There is no memory {memory_id} in this campaign; camp.memories.frame() lists them.")
             change(tree.session, row)
-        self.campaign._change(doing, go)
+        self._change(doing, go)
 
     def pin(self, memory_id: int) -> None:
         """Pinned memories are always recalled and never evicted."""
@@ -87,7 +99,7 @@ class MemoryBank:
             tree.session.add(row)
             tree.session.flush()
             return row.id
-        return self.campaign._change("add a memory", go)
+        return self._change("add a memory", go)
 
     def _repr_html_(self) -> str:
         df = self.frame()
