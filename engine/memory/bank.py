@@ -20,7 +20,7 @@ from ..story import StoryTree
 from ..story.lineage import Path
 from .authority import classify_authority
 from .prompts import MEMORY_MAX_WORDS, MEMORY_SYSTEM, cast_brief, clip_words, memory_request
-from .vectors import CACHE, pack
+from .vectors import CACHE, KIND, pack
 
 __all__ = [
     "MEMORY_INTERVAL", "MEMORY_START", "SETTLE_SLACK", "MAX_MEMORIES_PER_RUN", "MAX_EMBED_BATCH",
@@ -133,7 +133,7 @@ def set_vector(session, memory: MemoryRow, vector, model_id: str, database: str)
     """The only writer of a memory's vector; it drops the cached copy."""
     memory.vector = pack(vector) if vector is not None else None
     memory.vector_model = model_id if vector is not None else ""
-    CACHE.drop((database, memory.campaign_id), memory.id)
+    CACHE.drop((database, memory.campaign_id, KIND), memory.id)
 
 
 def embed_pending(db, campaign_id: int, embedder) -> int:

@@ -15,7 +15,7 @@ from ..context import tokens
 from ..store.memory_tables import MemoryRow
 from ..story.lineage import Path
 from .bank import on_path, recent_story
-from .vectors import CACHE, cosine_to
+from .vectors import CACHE, cache_key, cosines
 
 __all__ = ["Recall", "recall", "query_text", "REDUNDANT_SIMILARITY", "RECALL_NODES", "RECALL_TOKENS"]
 
@@ -69,9 +69,9 @@ def recall(session, campaign_id: int, path: Path, embedder, top_k: int, database
     def load(missing):
         return dict(session.execute(select(MemoryRow.id, MemoryRow.vector).where(MemoryRow.id.in_(missing))).all())
 
-    vectors = CACHE.get((database, campaign_id, embedder.model_id), ids, load)
+    vectors = CACHE.get(cache_key(database, campaign_id, embedder.model_id), ids, load)  # unit vectors
     ids = [i for i in ids if i in vectors]
-    scores = dict(zip(ids, cosine_to(q, np.stack([vectors[i] for i in ids])).tolist(), strict=True)) if ids else {}
+    scores = dict(zip(ids, cosines(np.stack([vectors[i] for i in ids]), q).tolist(), strict=True)) if ids else {}
     meta = {c[0]: c for c in catalogue}
     chosen, suppressed = _choose(sorted(scores, key=scores.get, reverse=True), meta, vectors, max(1, top_k))
     rows = {r.id: r for r in session.scalars(select(MemoryRow).where(MemoryRow.id.in_(chosen)))}
@@ -93,7 +93,7 @@ def _choose(ranked, meta, vectors, top_k):
         if meta[i][1] or len(kept) >= max(0, top_k - len(pinned)):
             continue
         twin = next((k for k in kept if meta[k][2] == meta[i][2]
-                     and float(cosine_to(vectors[i], vectors[k][None, :])[0]) >= REDUNDANT_SIMILARITY), None)
+                     and float(vectors[i] @ vectors[k]) >= REDUNDANT_SIMILARITY), None)
         if twin is None:
             kept.append(i)
         else:
