@@ -93,10 +93,10 @@ def test_context_dry_run_calls_no_model_and_writes_nothing(wb, camp, narrator):
     before, prompts = census(wb), len(narrator.prompts)
     report = camp.context("I listen at the door")
     assert len(narrator.prompts) == prompts and census(wb) == before
-    assert "> I listen at the door." in report["story"]
+    assert "> I listen at the door." in report["prompt"]["story"]
     assert report["history"]["total"] == 3
     assert "context-report" in report._repr_html_() and "The exact prompt" in report._repr_html_()
-    assert "> You go north." in camp.context()["story"]
+    assert "> You go north." in camp.context()["prompt"]["story"]
 
 
 def test_records_carry_token_columns(camp):

@@ -3,8 +3,8 @@ import json
 
 import pytest
 from narrators import BagOfWordsEmbedder, RecordingStoryNarrator
-from store.scenario import play
 from sqlalchemy import select, text
+from store.scenario import play
 
 from engine import Workbench
 from engine.context import Line
