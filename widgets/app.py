@@ -158,8 +158,8 @@ class CampaignApp:
         if refusal:
             self.error = refusal
             self._say(refusal, error=True)
-            if scripted:
-                self._play_next()  # the error ends the script
+            if scripted and not self.runner.busy:
+                self._play_next()  # a scripted line it refused ends the script; a click during one does not
             return
         self._say("")
         self._stopping = False

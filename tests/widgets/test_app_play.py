@@ -236,3 +236,16 @@ def test_a_stop_the_engine_missed_is_repeated_on_the_next_chunk(wb, camp):
     narrator.release.set()
     assert app.wait(10)
     assert len(calls) >= 2 and "Stopped" in app.controls.status.value and census(wb) == rows
+
+
+def test_a_click_during_a_scripted_turn_does_not_end_the_script(wb, camp):
+    narrator = BlockingNarrator()
+    wb.configure(narrator=narrator)
+    app = CampaignApp(camp)
+    app.play(["go in", "I wait"])
+    assert narrator.started.wait(5)
+    app.controls.continue_.click()  # refused in words: a turn is running
+    assert "being narrated" in app.controls.status.value
+    narrator.release.set()
+    assert app.wait(10)
+    assert [t for t in texts(camp) if t.startswith(">")] == ["> You go in.", "> I wait."]
