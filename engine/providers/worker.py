@@ -114,6 +114,8 @@ def _generate(conn, llama, spec: dict) -> None:
     cache figures reported are exactly that prefix."""
     before = list(llama.input_ids[: llama.n_tokens])
     messages = spec["messages"]
+    # The model's own count of the texts (no chat template): the parent sets it
+    # against its cl100k estimate of the same texts to learn the model's ratio.
     estimate = len(llama.tokenize("\n".join(m["content"] for m in messages).encode("utf-8", "replace")))
     conn.send(("status", f"Reading {estimate:,} prompt tokens…"))
     started = time.perf_counter()
@@ -143,7 +145,7 @@ def _generate(conn, llama, spec: dict) -> None:
     conn.send(("usage", {
         "prompt_tokens": prompt_n, "completion_tokens": produced, "cached_tokens": cached,
         "processed_tokens": prompt_n - cached, "prompt_ms": round((first - started) * 1000, 2),
-        "generation_ms": round((ended - first) * 1000, 2), "stopped": stopped,
+        "generation_ms": round((ended - first) * 1000, 2), "stopped": stopped, "counted": estimate,
     }))
     conn.send(("done",))
 

@@ -76,8 +76,13 @@ def test_two_turns_through_the_workbench(tmp_path):
     assert first.accounting["server_prompt_tokens"] == first.usage["prompt_tokens"]
     # The second turn shares the system block and the story so far with the first.
     assert second.usage["cached_tokens"] > 0
+    # SmolLM2's tokenizer counts more than cl100k; the model's own counts taught
+    # the builder that, and the file keeps it for the next session.
+    learned = wb.narrator.context_window()
+    assert 1.0 < learned.token_ratio < 1.5 and "its own tokenizer, 2 prompts" in learned.ratio_detail
     wb.close()
     again = Workbench.open(tmp_path / "real.db")
+    assert again.narrator.peek_window().token_ratio == learned.token_ratio
     assert [e.text for e in again.campaign(camp.id).history()][-1] == second.text
 
 
