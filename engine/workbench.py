@@ -98,7 +98,8 @@ class Workbench:
     def _make_narrator(self) -> Narrator:
         if self._settings.narrator == "local":
             # Checks the file (or the bundled one) now, in words; loads nothing.
-            return LocalNarrator(n_ctx=self._settings.n_ctx, model_path=self._settings.model_path or None)
+            return LocalNarrator(n_ctx=self._settings.n_ctx, model_path=self._settings.model_path or None,
+                                 db=self.db)
         s = self._settings
         return OpenAINarrator(s.endpoint_url, s.model, api_mode=s.api_mode, timeout=s.timeout_seconds,
                               declared_window=s.context_window_override, db=self.db)
