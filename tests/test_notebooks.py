@@ -26,6 +26,7 @@ def test_play_notebook_plays_scripted_turns_with_the_embedded_narrator(tmp_path)
             "db_path": str(tmp_path / "play.db"),
             "fresh": True,
             "inputs": ["knock on the door", "I wait"],
+            "headless": True,
             "max_output_tokens": 32,
             "transcript_path": str(transcript),
         },
@@ -41,5 +42,6 @@ def test_play_notebook_plays_scripted_turns_with_the_embedded_narrator(tmp_path)
     bundle = next(o["data"] for o in app_cell["outputs"] if "data" in o)
     # the live app where widgets render, and a static transcript where they do not
     assert "application/vnd.jupyter.widget-view+json" in bundle and "story-workbench-campaign" in "".join(bundle["text/html"])
+    assert "You knock on the door." in "".join(bundle["text/html"])  # the app cell shows the story played
     errors = [o for c in executed["cells"] if c["cell_type"] == "code" for o in c.get("outputs", []) if o.get("name") == "stderr"]
     assert not [o for o in errors if "Traceback" in "".join(o.get("text", ""))]
