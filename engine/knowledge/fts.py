@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
@@ -27,7 +28,9 @@ __all__ = [
     "MIN_TERM_LENGTH",
     "evidence",
     "evidence_sql",
+    "in_heading",
     "match_expression",
+    "postings",
     "quote",
     "search",
     "search_sql",
@@ -41,6 +44,31 @@ MAX_TERMS = 60
 
 _SPLIT = re.compile(r"[^\w'\-]+")
 _HAS_ALNUM = re.compile(r"[^\W_]")
+# How unicode61 splits text into tokens: runs of letters and digits.
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+@lru_cache(maxsize=1)
+def _porter():
+    """The Porter stemmer the index's 'porter' tokenizer applies, so a word
+    and a heading are compared the way the index compares them."""
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("porter")
+
+
+@lru_cache(maxsize=65536)
+def _stems(text: str) -> frozenset[str]:
+    return frozenset(_porter().stemWords(_TOKEN.findall(text.lower())))
+
+
+def in_heading(heading: str, words: Sequence[str]) -> frozenset[int]:
+    """Indexes of the `words` a heading trail names (every token of the word,
+    stemmed as the index stems it, is in the heading)."""
+    if not heading:
+        return frozenset()
+    named = _stems(heading)
+    return frozenset(i for i, w in enumerate(words) if (s := _stems(w)) and s <= named)
 
 
 def terms(query_text: str) -> list[str]:
@@ -116,14 +144,29 @@ def search(session: Session, campaign_id: int, words: Sequence[str], limit: int)
     return [(int(pid), float(score)) for pid, score in rows]
 
 
-def evidence(session: Session, words: Sequence[str], passage_ids: Sequence[int]) -> dict[int, frozenset[int]]:
-    """{passage id: indexes into `words` of the terms it contains}."""
+def postings(session: Session, words: Sequence[str]) -> list[set[int]]:
+    """For each of `words`, the ids of every indexed passage containing it
+    (any campaign: the caller scopes them). Their sizes are the words'
+    document frequencies, which is what weighs a word by its rarity."""
+    out: list[set[int]] = [set() for _ in words]
+    if not words:
+        return out
+    params = {f"w{i}": quote(w) for i, w in enumerate(words)}
+    for term, pid in raw_rows(session, evidence_sql(len(words)), params):
+        out[term].add(pid)
+    return out
+
+
+def evidence(session: Session, words: Sequence[str], passage_ids: Sequence[int],
+             lists: Sequence[set[int]] | None = None) -> dict[int, frozenset[int]]:
+    """{passage id: indexes into `words` of the terms it contains}; `lists`
+    reuses postings already read."""
     if not words or not passage_ids:
         return {}
-    params = {f"w{i}": quote(w) for i, w in enumerate(words)}
-    wanted = {int(i) for i in passage_ids}
+    lists = postings(session, words) if lists is None else lists
     found: dict[int, set[int]] = {}
-    for term, pid in raw_rows(session, evidence_sql(len(words)), params):
-        if pid in wanted:
-            found.setdefault(pid, set()).add(term)
+    for pid in {int(i) for i in passage_ids}:
+        terms_in = {i for i, ids in enumerate(lists) if pid in ids}
+        if terms_in:
+            found[pid] = terms_in
     return {pid: frozenset(ts) for pid, ts in found.items()}

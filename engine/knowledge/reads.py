@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 from .classes import CANON
 from .rawsql import rows
 
-__all__ = ["Sources", "has_sources", "always_ids", "load_sql", "passage_rows", "sources"]
+__all__ = ["Sources", "always_ids", "has_sources", "headings", "live_passage_ids", "load_sql", "passage_rows",
+           "sources"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,27 @@ def always_ids(session: Session, source_ids: Iterable[int]) -> list[int]:
         return []
     sql = f"SELECT id FROM knowledge_passages WHERE source_id IN ({listed}) ORDER BY source_id, position"
     return [r[0] for r in rows(session, sql)]
+
+
+def live_passage_ids(session: Session, source_ids: Iterable[int]) -> frozenset[int]:
+    """Every passage of the given (live) sources: the library a word's rarity
+    is measured in. Read from the (source_id, position) index, ~1 ms for
+    3,000 passages."""
+    listed = ", ".join(str(int(i)) for i in source_ids)
+    if not listed:
+        return frozenset()
+    return frozenset(r[0] for r in rows(session, f"SELECT id FROM knowledge_passages WHERE source_id IN ({listed})"))
+
+
+def headings(session: Session, campaign_id: int, ids: Iterable[int]) -> dict[int, str]:
+    """{passage id: its heading trail and the heading lines the chunker wrote
+    into its text} of candidates: everything a passage is filed under."""
+    listed = ", ".join(str(int(i)) for i in ids)
+    if not listed:
+        return {}
+    sql = f"SELECT id, heading, text FROM knowledge_passages WHERE id IN ({listed}) AND campaign_id = :campaign"
+    return {r[0]: "\n".join([r[1] or "", *(line for line in r[2].split("\n") if line.startswith("## "))])
+            for r in rows(session, sql, {"campaign": campaign_id})}
 
 
 def load_sql(ids: Iterable[int]) -> str:

@@ -23,10 +23,11 @@ class Retrieved:
     tokens: int  # of the text alone
     always: bool = False  # always-in-force Canon: shown whether or not it matched
     admitted_by: str = ""  # lexical | semantic | both | "" (always-in-force, no evidence)
-    lexical: float = 0.0  # bm25 over the best survivor's; 0 if not lexically admitted
-    semantic: float = 0.0  # cosine over the best survivor's; 0 if not semantically admitted
+    lexical: float = 0.0  # lexical evidence on the cosine's scale (see ranking.EVIDENCE_SCALE)
+    semantic: float = 0.0  # the cosine, when one was computed (admitted by that path or not)
     cosine: float | None = None  # the raw cosine, when one was computed
     bm25: float | None = None  # the raw (negated) bm25, when the passage was a lexical candidate
+    evidence: float | None = None  # rarity-weighted lexical evidence (see admission), when a candidate
     score: float = 0.0  # relevance x class weight
     matched_terms: tuple[str, ...] = ()
     content_hash: str = ""
@@ -52,6 +53,7 @@ class Retrieved:
             "lexical": round(self.lexical, 4), "semantic": round(self.semantic, 4),
             "cosine": None if self.cosine is None else round(self.cosine, 4),
             "bm25": None if self.bm25 is None else round(self.bm25, 4),
+            "evidence": None if self.evidence is None else round(self.evidence, 3),
             "score": round(self.score, 4), "matched_terms": list(self.matched_terms),
             **({"duplicate_of": self.duplicate_of} if self.duplicate_of is not None else {}),
         }

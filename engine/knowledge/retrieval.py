@@ -20,20 +20,28 @@ import numpy as np
 from ..context import tokens
 from ..store import Database
 from . import fts, reads
-from .admission import lexical_admits, semantic_admits
+from .admission import Weights, lexical_admits, lexical_evidence, semantic_admits, weigh
 from .budget import ALWAYS_SHARE, KNOWLEDGE_SHARE, Allotment, allot
 from .calibration import floor_for, uncalibrated_note
 from .classes import CLASS_LABELS
 from .framing import SEPARATOR, block, static_sections, volatile_sections
-from .ranking import normalise, rank, suppress
+from .ranking import cut, normalise, rank, suppress
 from .records import Retrieved
 from .vectors import Matrix, cache_key, cosines, load_matrix
 
-__all__ = ["LEXICAL_CANDIDATES", "SEMANTIC_CANDIDATES", "SEMANTIC_SCAN_LIMIT", "Selection", "retrieve"]
+__all__ = ["LEXICAL_CANDIDATES", "LEXICAL_POOL", "SEMANTIC_CANDIDATES", "SEMANTIC_SCAN_LIMIT", "Selection",
+           "retrieve"]
 
 # Per-path caps before the merge: enough for any budget the share allows
-# (a third of 32k tokens is ~13 passages of 800), small enough to load cheaply.
+# (a third of 32k tokens is ~40 passages of 256), small enough to load cheaply.
 LEXICAL_CANDIDATES = 40
+# bm25's best this many are re-scored by rarity-weighted evidence (see
+# `admission`) before the lexical cap: bm25 over one text column cannot tell
+# a passage a word names in its heading from one of the hundreds of monster
+# stat blocks that mention it ("poisoned"). Measured on the retrieval
+# evaluation: with bm25's top 40, 57 of 72 targeted scenes had a relevant
+# candidate at all; with the top 300 re-scored, 72 of 72.
+LEXICAL_POOL = 300
 SEMANTIC_CANDIDATES = 40
 # Vectors scored per turn. There is no approximate index; this is the honest
 # bound in its place (4,000 x 384 dims score in 0.25 ms; the whole retrieval
@@ -196,6 +204,8 @@ class _Found:
     evidence: dict[int, frozenset[int]]
     sem: _Semantic
     always: list[int]
+    weights: Weights = field(default_factory=lambda: Weights((), frozenset()))
+    strength: dict[int, float] = field(default_factory=dict)  # lexical evidence per candidate
     admitted_lex: set[int] = field(default_factory=set)
     admitted_sem: set[int] = field(default_factory=set)
     loaded: dict[int, Retrieved] = field(default_factory=dict)
@@ -207,21 +217,52 @@ def _search(db: Database, campaign_id: int, query_text: str, embedder, query_vec
     words = fts.terms(query_text)[: fts.MAX_TERMS]
     with db.reading() as s:
         library = reads.sources(s, campaign_id)
-        lexical = [(pid, sc) for pid, sc in fts.search(s, campaign_id, words, LEXICAL_CANDIDATES + len(exclude))
-                   if pid not in exclude][:LEXICAL_CANDIDATES]
+        pool = [(pid, sc) for pid, sc in fts.search(s, campaign_id, words, LEXICAL_POOL + len(exclude))
+                if pid not in exclude][:LEXICAL_POOL]
+        lists = _scoped_postings(s, words, library.live) if pool else _Lists()
         found = _Found(
             words=words, standing=set(fts.terms(library.protagonist)).union(*(fts.terms(x) for x in standing)),
-            library=library, lexical=lexical,
-            evidence=fts.evidence(s, words, [pid for pid, _ in lexical]),
+            library=library, lexical=pool,
+            evidence=fts.evidence(s, words, [pid for pid, _ in pool], lists),
             sem=_semantic(s, db, campaign_id, library.live, query_text, embedder, query_vector, exclude),
             always=[i for i in reads.always_ids(s, library.always) if i not in exclude],
         )
-        found.admitted_lex = {pid for pid, _ in lexical
-                              if lexical_admits(found.evidence.get(pid), words, found.standing)}
+        if pool:
+            found.weights = weigh([len(ids) for ids in lists], len(lists.live), words, found.standing)
+            found.strength = _strengths(s, campaign_id, found)
+            order = {pid: i for i, (pid, _) in enumerate(pool)}
+            found.lexical = sorted(pool, key=lambda c: (-found.strength[c[0]], order[c[0]]))[:LEXICAL_CANDIDATES]
+            found.strength = {pid: found.strength[pid] for pid, _ in found.lexical}
+        found.admitted_lex = {pid for pid, _ in found.lexical
+                              if lexical_admits(found.strength.get(pid, 0.0), found.weights)}
         found.admitted_sem = {pid for pid, cos in found.sem.hits if semantic_admits(cos, found.sem.floor)}
         wanted = found.admitted_lex | found.admitted_sem | set(found.always)
         found.loaded = _load(s, campaign_id, wanted) if wanted else {}
     return found
+
+
+class _Lists(list):
+    """Postings per word, scoped to the live passages, with that scope."""
+
+    live: frozenset[int] = frozenset()
+
+
+def _scoped_postings(session, words: list[str], live_sources) -> _Lists:
+    """Each word's passages within this campaign's live library (the index
+    holds every campaign's passages; rarity is measured in this one's)."""
+    live = reads.live_passage_ids(session, live_sources)
+    out = _Lists(ids & live for ids in fts.postings(session, words))
+    out.live = live
+    return out
+
+
+def _strengths(session, campaign_id: int, found: _Found) -> dict[int, float]:
+    """Lexical evidence of each candidate (see `admission`): its words'
+    weights, doubled where its heading names them."""
+    headings = reads.headings(session, campaign_id, [pid for pid, _ in found.lexical])
+    return {pid: lexical_evidence(found.evidence.get(pid), found.weights,
+                                  fts.in_heading(headings.get(pid, ""), found.words))
+            for pid, _ in found.lexical}
 
 
 def _facts(found: _Found, query_text: str) -> dict:
@@ -231,6 +272,7 @@ def _facts(found: _Found, query_text: str) -> dict:
     return {
         "query": query_text, "terms": found.words, "standing_terms": sorted(found.standing),
         "generated": len(generated), "rejected": len(generated - found.admitted_lex - found.admitted_sem),
+        "lexical_required": round(found.weights.required, 3) if found.lexical else None,
         "considered": len(found.loaded), "sources": found.library.enabled,
         "embedding_model": sem.model, "semantic_floor": sem.floor if sem.floor is not None else 0.0,
         "semantic_calibrated": sem.floor is not None, "semantic_used": sem.used, "semantic_note": sem.note,
@@ -255,12 +297,14 @@ def retrieve(db: Database, campaign_id: int, query_text: str, *, embedder, budge
     """
     found = _search(db, campaign_id, query_text, embedder, query_vector, frozenset(int(i) for i in exclude),
                     standing)
-    kept, suppressed = suppress(rank(normalise(_scored(found))), found.sem.vectors_of(found.loaded))
+    strong, weak = cut(rank(normalise(_scored(found))))
+    kept, suppressed = suppress(strong, found.sem.vectors_of(found.loaded))
     whole = context_tokens if context_tokens is not None else budget_tokens
     allotment = allot(kept, knowledge_tokens=int(max(0, budget_tokens) * KNOWLEDGE_SHARE),
                       always_tokens=int(max(0, whole) * ALWAYS_SHARE))
+    facts = {**_facts(found, query_text), "below_cut": [p.record() for p in weak]}
     return _assemble(tuple(kept), tuple(suppressed), allotment, found.library.enabled > 0, found.library.hidden,
-                     _facts(found, query_text))
+                     facts)
 
 
 def _scored(found: _Found) -> list[Retrieved]:
@@ -272,7 +316,7 @@ def _scored(found: _Found) -> list[Retrieved]:
         admitted_by = "both" if by_lex and by_sem else "lexical" if by_lex else "semantic" if by_sem else ""
         matched = tuple(sorted(found.words[i] for i in found.evidence.get(pid, ()))) if by_lex else ()
         out.append(replace(r, always=pid in always, admitted_by=admitted_by, bm25=bm25.get(pid),
-                           cosine=cos.get(pid), matched_terms=matched))
+                           cosine=cos.get(pid), matched_terms=matched, evidence=found.strength.get(pid)))
     return out
 
 
@@ -317,6 +361,7 @@ def _summary(r: dict) -> str:
     kinds = ", ".join(f"{found.count(k)} {k}" for k in ("always", "both", "lexical", "semantic") if k in found)
     text = (f"{len(found)} passage(s) used ({kinds})" if found else "No passage used") + (
         f" of {r['generated']} candidate(s) searched; {r['rejected']} had no evidence"
+        f", {len(r.get('below_cut', []))} scored far below the best"
         f", {len(r['suppressed'])} repeated a better one, {len(r['dropped'])} did not fit the budget. "
         f"Retrieved text cost {r['spent']} of {r['budget']['knowledge_tokens']} tokens; the framing and "
         f"always-in-force Canon {r['protected_tokens']}."

@@ -50,7 +50,10 @@ def test_labels_cannot_be_forged_by_names_or_headings(library):
     assert label.count("[") == 1 and label.count("]") == 1 and "<" not in label
 
 
-def test_hidden_passages_are_marked_narrator_only(library):
+def test_hidden_passages_are_marked_narrator_only(library, monkeypatch):
+    from engine.knowledge import ranking
+
+    monkeypatch.setattr(ranking, "RELATIVE_CUT", 0.0)  # both passages in the prompt, however unequal
     library.add("abbey.md", ABBEY, classification="canon", visibility="hidden")
     library.add("ossuary.md", OSSUARY, classification="reference")
     sel = library.retrieve(CRYPT_SCENE, budget_tokens=6000)

@@ -114,7 +114,7 @@ def test_a_four_term_exact_match_is_found_lexically_below_the_floor(library, cal
     sel = library.retrieve("the broken circle cut into the keystone above the crypt stair", budget_tokens=BUDGET)
     (p,) = sel.passages
     assert sel.report["semantic_used"] and p.cosine is not None and p.cosine < 0.6
-    assert p.found_by == "lexical" and len(p.matched_terms) >= 4 and p.semantic == 0
+    assert p.found_by == p.admitted_by == "lexical" and len(p.matched_terms) >= 4 and p.semantic == p.cosine
 
 
 def test_both_paths_agree(library):
@@ -303,9 +303,11 @@ def test_the_report_is_json_and_complete(library):
     assert "passage(s) used" in report["summary"]
 
 
-def test_the_vector_cache_sees_every_change(library, db, topic):
+def test_the_vector_cache_sees_every_change(library, db, topic, monkeypatch):
     """Cached vectors are checked against the stored rows on every turn."""
-    from engine.knowledge import vectors
+    from engine.knowledge import ranking, vectors
+
+    monkeypatch.setattr(ranking, "RELATIVE_CUT", 0.0)  # both passages in the prompt, however unequal
 
     a = library.add("abbey.md", ABBEY, classification="canon")
     library.add("ossuary.md", OSSUARY, classification="reference")

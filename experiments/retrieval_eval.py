@@ -1,0 +1,287 @@
+"""Does retrieval put the right passages of real books in front of the narrator?
+
+A labelled set (tests/data/knowledge/retrieval_labels.json) names, for each
+targeted scene, the document and the headings or phrases that make a passage
+relevant, and lists everyday off-topic scenes that share words with the
+library. Each scene goes through the production path, `camp.context(scene)`
+(the dry run of the next turn: the same retrieval, budget and builder a turn
+uses), at each window; what reached the prompt is judged against the labels.
+
+    labels = load_labels()
+    camp = open_library(workdir / "eval.db", labels)
+    frame = evaluate(camp, labels, windows=(4096, 16384))
+    summarise(frame)
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+__all__ = [
+    "DATA_DIR",
+    "LABELS_FILE",
+    "Labels",
+    "evaluate",
+    "is_relevant",
+    "load_labels",
+    "open_library",
+    "passage_sizes",
+    "per_document",
+    "plot_sizes",
+    "plot_windows",
+    "reference_cap",
+    "summarise",
+]
+
+DATA_DIR = Path(__file__).parents[1] / "tests" / "data" / "knowledge"
+LABELS_FILE = DATA_DIR / "retrieval_labels.json"
+_HEADING_LINE = re.compile(r"^#{1,6}\s+(.*)$", re.MULTILINE)
+_SPACES = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Labels:
+    """The documents of the library and the scenes judged against them."""
+
+    name: str
+    sha256: str
+    documents: dict[str, dict]  # key -> {"file", "class", "kind"}
+    targeted: tuple[dict, ...]  # {"id", "document", "scene", "headings", "phrases"}
+    off_topic: tuple[str, ...]
+
+    def only(self, documents: Iterable[str] | None = None, *, targeted_per_document: int | None = None,
+             off_topic: int | None = None) -> Labels:
+        """A smaller set for a quick run: some documents, the first scenes of each."""
+        keys = list(documents) if documents else list(self.documents)
+        unknown = sorted(set(keys) - set(self.documents))
+        if unknown:
+            raise ValueError(f"Unknown document(s) {unknown}; the labels have {sorted(self.documents)}.")
+        picked: list[dict] = []
+        for key in keys:
+            mine = [t for t in self.targeted if t["document"] == key]
+            picked += mine[:targeted_per_document] if targeted_per_document else mine
+        return replace(self, documents={k: self.documents[k] for k in keys}, targeted=tuple(picked),
+                       off_topic=self.off_topic[:off_topic] if off_topic else self.off_topic)
+
+
+def load_labels(path: str | Path | None = None) -> Labels:
+    raw = Path(path or LABELS_FILE).read_bytes()
+    data = json.loads(raw)
+    return Labels(data["name"], hashlib.sha256(raw).hexdigest(), data["documents"], tuple(data["targeted"]),
+                  tuple(data["off_topic"]))
+
+
+def _norm(text: str) -> str:
+    return _SPACES.sub(" ", text).strip().lower()
+
+
+def is_relevant(scene: dict, document_file: str, heading: str, text: str, documents: dict[str, dict]) -> bool:
+    """A passage is relevant to a targeted scene when it comes from the
+    scene's document and either a labelled heading is one of its headings (a
+    whole component of its trail, or a heading line written into its text)
+    or a labelled phrase is in its text."""
+    if documents[scene["document"]]["file"] != document_file:
+        return False
+    names = {_norm(h) for h in heading.split(" > ") if h} | {_norm(h) for h in _HEADING_LINE.findall(text)}
+    names |= {_norm(part) for h in _HEADING_LINE.findall(text) for part in h.split(" > ")}
+    if any(_norm(h) in names for h in scene.get("headings", ())):
+        return True
+    body = _norm(text)
+    return any(_norm(p) in body for p in scene.get("phrases", ()))
+
+
+# ---------------------------------------------------------------- library
+def open_library(path: str | Path, labels: Labels, *, embedder: str = "local", progress: bool = True):
+    """A fresh workbench file holding one campaign whose library is the
+    labels' documents, imported and embedded the way a reader would."""
+    from engine import Workbench
+
+    path = Path(path)
+    for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        stale.unlink(missing_ok=True)
+    wb = Workbench.open(path, background=False)
+    wb.configure(narrator="local", embedder=embedder)
+    camp = wb.new_campaign(labels.name, premise="A retrieval evaluation on public documents.", protagonist="Aldric")
+    library = camp.knowledge
+    library.progress = progress
+    for doc in labels.documents.values():
+        library.add(DATA_DIR / doc["file"], classification=doc["class"])
+    return camp
+
+
+def _passages(camp) -> dict[int, tuple[str, str, str]]:
+    """{passage id: (file, heading, text)} for every passage of the library."""
+    library = camp.knowledge
+    out = {}
+    for source_id, row in library.list().iterrows():
+        for p in library.passages(source_id).itertuples():
+            out[int(p.passage_id)] = (row["file"], p.heading, p.text)
+    return out
+
+
+# ---------------------------------------------------------------- evaluating
+def _window(camp, window: int) -> None:
+    """Play as if the narrator's window (and the budget) were `window` tokens."""
+    camp.workbench.configure(n_ctx=window, context_budget=window)
+
+
+def _judge(kind: str, scene: dict, used: Sequence[dict], passages, documents) -> dict:
+    relevant = [u for u in used
+                if kind == "targeted" and is_relevant(scene, *passages[u["passage_id"]], documents)]
+    return {
+        "admitted": len(used), "relevant": len(relevant), "hit": bool(relevant),
+        "found_by": [u.get("found_by", "") for u in used],
+        "headings": [u.get("heading", "") for u in used],
+        "files": [u.get("filename", "") for u in used],
+        "relevant_found_by": [u.get("found_by", "") for u in relevant],
+    }
+
+
+def evaluate(camp, labels: Labels, windows: Sequence[int] = (4096, 16384), *, progress: bool = True) -> pd.DataFrame:
+    """One row per (window, scene): what the prompt carried and how much of it was relevant."""
+    passages = _passages(camp)
+    scenes = [("targeted", t) for t in labels.targeted] + [
+        ("off_topic", {"id": f"off-{i + 1:02d}", "document": "", "scene": s}) for i, s in enumerate(labels.off_topic)]
+    rows = []
+    for window in windows:
+        _window(camp, int(window))
+        for kind, scene in tqdm(scenes, desc=f"scenes at {window}", disable=not progress, leave=False):
+            report = camp.context(scene["scene"])
+            knowledge = report["knowledge"] or {}
+            used = knowledge.get("used", [])
+            rows.append({"window": int(window), "kind": kind, "id": scene["id"], "document": scene["document"],
+                         "scene": scene["scene"], "dropped": len(knowledge.get("dropped", [])),
+                         "knowledge_tokens": knowledge.get("budget", {}).get("knowledge_tokens", 0),
+                         **_judge(kind, scene, used, passages, labels.documents)})
+    return pd.DataFrame(rows)
+
+
+def summarise(frame: pd.DataFrame) -> dict[int, dict]:
+    """Per window: targeted scenes with a relevant passage in the prompt, the
+    precision of what targeted scenes admitted, and off-topic scenes that
+    admitted anything (every such passage is irrelevant by construction)."""
+    out = {}
+    for window, rows in frame.groupby("window"):
+        targeted, off = rows[rows.kind == "targeted"], rows[rows.kind == "off_topic"]
+        admitted = int(targeted.admitted.sum())
+        out[int(window)] = {
+            "targeted": len(targeted), "targeted_hits": int(targeted.hit.sum()),
+            "hit_rate": round(float(targeted.hit.mean()), 4) if len(targeted) else 0.0,
+            "admitted": admitted, "admitted_relevant": int(targeted.relevant.sum()),
+            "precision": round(float(targeted.relevant.sum() / admitted), 4) if admitted else 1.0,
+            "off_topic": len(off), "off_topic_admitting": int((off.admitted > 0).sum()),
+            "off_topic_passages": int(off.admitted.sum()),
+            "knowledge_tokens": int(rows.knowledge_tokens.median()) if len(rows) else 0,
+        }
+    return out
+
+
+def per_document(frame: pd.DataFrame, labels: Labels) -> pd.DataFrame:
+    """Hit rate and precision per window and per document (its class and kind)."""
+    targeted = frame[frame.kind == "targeted"]
+    grouped = targeted.groupby(["window", "document"]).agg(
+        scenes=("id", "count"), hits=("hit", "sum"), admitted=("admitted", "sum"), relevant=("relevant", "sum"))
+    grouped["hit_rate"] = (grouped.hits / grouped.scenes).round(3)
+    grouped["precision"] = (grouped.relevant / grouped.admitted.where(grouped.admitted > 0)).round(3)
+    docs = labels.documents
+    grouped["class"] = [docs[d]["class"] for _, d in grouped.index]
+    grouped["kind"] = [docs[d].get("kind", "") for _, d in grouped.index]
+    return grouped
+
+
+# ---------------------------------------------------------------- passage sizes
+def reference_cap(knowledge_tokens: int) -> int:
+    """What one Reference passage's framed block may cost when retrieval has
+    `knowledge_tokens` (measured by `evaluate`, column knowledge_tokens): the
+    Reference class's share, less its section header and separator."""
+    from engine.context import tokens
+    from engine.knowledge.budget import CLASS_SHARE
+    from engine.knowledge.classes import REFERENCE
+    from engine.knowledge.framing import CLASS_HEADERS, SEPARATOR
+
+    return int(knowledge_tokens * CLASS_SHARE[REFERENCE]) - tokens.count(CLASS_HEADERS[REFERENCE]) \
+        - tokens.count(SEPARATOR)
+
+
+@contextmanager
+def _chunk_size(target: int):
+    """Chunk at another ceiling for a measurement (restored afterwards)."""
+    from engine.knowledge import chunking
+
+    saved = chunking.TARGET_MAX, chunking.HARD_MAX
+    chunking.TARGET_MAX, chunking.HARD_MAX = target, max(16, target - 24)
+    try:
+        yield
+    finally:
+        chunking.TARGET_MAX, chunking.HARD_MAX = saved
+
+
+def passage_sizes(labels: Labels, knowledge_tokens: int, targets: Sequence[int] = (128, 256, 384, 512, 800)
+                  ) -> pd.DataFrame:
+    """For each chunk ceiling and document: how many passages, their median
+    size, and the share whose framed block fits the Reference share of
+    `knowledge_tokens` (so could ever be shown in such a prompt)."""
+    from engine.context import tokens
+    from engine.knowledge.chunking import chunk
+    from engine.knowledge.framing import SEPARATOR, block
+    from engine.knowledge.records import Retrieved
+
+    cap = reference_cap(knowledge_tokens)
+    rows = []
+    for target in targets:
+        with _chunk_size(int(target)):
+            for key, doc in labels.documents.items():
+                text = (DATA_DIR / doc["file"]).read_text(encoding="utf-8-sig")
+                passages = chunk(text, markdown=doc["file"].endswith(".md"))
+                costs = [tokens.count(block(Retrieved(0, 0, doc["file"], doc["file"], doc["class"], False,
+                                                      p.heading, p.index + 1, p.text, p.tokens)))
+                         + tokens.count(SEPARATOR) for p in passages]
+                rows.append({"target": int(target), "document": key, "passages": len(passages),
+                             "median_tokens": float(pd.Series([p.tokens for p in passages]).median()),
+                             "fits_share": round(sum(c <= cap for c in costs) / max(len(costs), 1), 4),
+                             "cap": cap})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- plots
+def plot_windows(frame: pd.DataFrame):
+    import matplotlib.pyplot as plt
+
+    summary = summarise(frame)
+    windows = sorted(summary)
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
+    metrics = (("hit_rate", "targeted scenes with a relevant passage", 0.85),
+               ("precision", "admitted passages that are relevant", 0.80))
+    for ax, (key, title, target) in zip(axes, metrics, strict=False):
+        ax.bar([str(w) for w in windows], [summary[w][key] for w in windows], color="#4c72b0")
+        ax.axhline(target, color="k", ls="--", lw=1, label=f"target {target:.0%}")
+        ax.set(title=title, ylim=(0, 1), xlabel="window")
+        ax.legend(loc="lower right")
+    ax = axes[2]
+    ax.bar([str(w) for w in windows], [summary[w]["off_topic_admitting"] for w in windows], color="#c44e52")
+    ax.axhline(1, color="k", ls="--", lw=1, label="target ≤ 1")
+    ax.set(title=f"off-topic scenes admitting anything (of {summary[windows[0]]['off_topic']})", xlabel="window")
+    ax.legend(loc="upper right")
+    fig.tight_layout()
+    return fig
+
+
+def plot_sizes(sizes: pd.DataFrame):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    for key, rows in sizes.groupby("document"):
+        ax.plot(rows.target, rows.fits_share, marker="o", label=key)
+    ax.set(title=f"passages that fit the Reference share ({int(sizes.cap.iloc[0])} tokens)",
+           xlabel="chunk ceiling (tokens)", ylabel="share of passages", ylim=(0, 1.05))
+    ax.legend()
+    fig.tight_layout()
+    return fig
