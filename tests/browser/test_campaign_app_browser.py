@@ -186,7 +186,10 @@ def _play_in_the_page(page, base: str, token: str, work: Path) -> None:
     _send(page, app, "I try the door at the foot of the tower", watch_stream=True)
     assert "> I try the door at the foot of the tower." in story.inner_text()
     _assert_newest_in_view(page)
+    reading = _scroll_story_to_the_top(page)  # the reader goes back to reread...
     _send(page, app, "I climb the stair, counting the steps")
+    assert _passage_at_the_top(page) == reading  # ...and the new text does not drag them down
+    page.evaluate("() => { document.querySelector('.story-workbench-story').scrollTop = 0; }")
     _assert_newest_in_view(page)
     narrations = story.locator(".story-narrator")
     assert narrations.count() == 2 and narrations.nth(1).inner_text().strip()
@@ -326,6 +329,27 @@ _LIVE_IN_VIEW = """() => {
   const live = document.querySelector('.story-workbench-app .sw-live').getBoundingClientRect();
   return live.height > 0 && live.bottom <= box.bottom + 2 && live.top >= box.top - 2;
 }"""
+
+
+_TOP_PASSAGE = """() => {
+  const box = document.querySelector('.story-workbench-story'), r = box.getBoundingClientRect();
+  const at = document.elementFromPoint(r.left + 20, r.top + 30);
+  return at ? at.innerText.slice(0, 60) : null;
+}"""
+
+
+def _scroll_story_to_the_top(page) -> str:
+    """Scroll the story box to its first passage (a column-reverse box scrolls in negatives)."""
+    page.evaluate("() => { const b = document.querySelector('.story-workbench-story');"
+                  " b.scrollTop = -(b.scrollHeight - b.clientHeight); }")
+    page.wait_for_timeout(300)
+    shown = _passage_at_the_top(page)
+    assert shown and ("Gull" in shown or "Rain" in shown), shown
+    return shown
+
+
+def _passage_at_the_top(page) -> str | None:
+    return page.evaluate(_TOP_PASSAGE)
 
 
 def _overflowing(page) -> list[str]:
