@@ -122,6 +122,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     cards_tables.migrate_triggering,  # v6: constant, enabled, origin on story cards
     record_tables.migrate,  # v7: prompt texts stored once; turn records v2 -> v3
     _token_ratios,  # v8: per-model correction of the token estimate
+    memory_tables.migrate_active_indexes,  # v9: memory reads bounded by the active bank
 ]
 LATEST = len(MIGRATIONS)
 

@@ -62,3 +62,25 @@ def test_a_record_that_would_not_rebuild_is_kept_as_it_was(old_file):
     assert "version" not in _reports(old_file)[node_id]
     assert wb.campaigns()[0].turn(node_id).report["prompt"] == report["prompt"]
     wb.close()
+
+
+def test_the_memory_reads_of_a_turn_use_the_indexes_of_migration_9(tmp_path):
+    """Query plans, not timings: each per-turn memory read goes through an index
+    that bounds it by the active bank or the coordinate, never a scan."""
+    from engine.store import Database
+
+    Database(tmp_path / "plans.db").close()
+    raw = sqlite3.connect(tmp_path / "plans.db")
+    plans = {
+        "ix_memories_active": "SELECT id FROM memories WHERE campaign_id = 1 AND forgotten IS 0 AND vector_model != 'm'",
+        "ix_memories_active_coordinate": "SELECT id, pinned FROM memories WHERE branch_id = 1 AND depth BETWEEN 0 "
+                                         "AND 99 AND forgotten IS 0",
+        "ix_memories_coordinate": "SELECT source_end FROM memories WHERE branch_id = 1 AND depth BETWEEN 0 AND 99 "
+                                  "ORDER BY depth DESC LIMIT 1",
+        "ix_summaries_coordinate": "SELECT id FROM summaries WHERE branch_id = 1 AND depth BETWEEN 0 AND 99 "
+                                   "ORDER BY depth DESC LIMIT 1",
+    }
+    for index, sql in plans.items():
+        plan = " ".join(row[-1] for row in raw.execute("EXPLAIN QUERY PLAN " + sql))
+        assert f"INDEX {index} " in plan and "SCAN" not in plan, (index, plan)
+    raw.close()
