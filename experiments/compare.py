@@ -187,6 +187,13 @@ def _ratio(a, b) -> float | None:
     return None if pd.isna(a) or pd.isna(b) or not b else round(float(a) / float(b), 3)
 
 
+def _short(labels) -> dict[str, str]:
+    """Cell labels without the parts every cell shares, so charts stay readable."""
+    split = {label: label.split(", ") for label in labels}
+    common = set.intersection(*(set(parts) for parts in split.values())) if split else set()
+    return {label: ", ".join(p for p in parts if p not in common) or label for label, parts in split.items()}
+
+
 def plot(df: pd.DataFrame, table: pd.DataFrame):
     """Per turn: tokens the server processed and its prompt time, per cell; per
     cell: processed over new content (the goal line at GOAL) and the cached share."""
@@ -194,19 +201,19 @@ def plot(df: pd.DataFrame, table: pd.DataFrame):
 
     fig, axes = plt.subplots(2, 2, figsize=(12, 7))
     narrated = df[(df["cell"] != "original") & ~df["recorded"].astype(bool)]
+    short = _short(list(narrated["cell"].unique()))
     for cell, part in narrated.groupby("cell", sort=False):
-        axes[0, 0].plot(part["turn"], pd.to_numeric(part["processed_tokens"], errors="coerce"), marker="o", ms=3,
-                        label=cell)
-        axes[0, 1].plot(part["turn"], pd.to_numeric(part["prompt_ms"], errors="coerce"), marker="o", ms=3, label=cell)
+        for ax, column in ((axes[0, 0], "processed_tokens"), (axes[0, 1], "prompt_ms")):
+            ax.plot(part["turn"], pd.to_numeric(part[column], errors="coerce"), marker="o", ms=3, label=short[cell])
     axes[0, 0].set(title="Prompt tokens the server processed", xlabel="turn", ylabel="tokens")
     axes[0, 1].set(title="Prompt processing time (server's own)", xlabel="turn", ylabel="ms")
-    axes[0, 0].legend(fontsize=7)
-    shown = table.drop(index="original", errors="ignore")
-    shown["processed_over_new"].plot.barh(ax=axes[1, 0], color="#4c72b0")
-    axes[1, 0].axvline(GOAL, color="#c44e52", linestyle="--", label=f"goal: {GOAL:g}x the new content")
-    axes[1, 0].set(title="Processed / new content per turn", xlabel="ratio")
-    axes[1, 0].legend(fontsize=7)
+    axes[0, 0].legend(fontsize=8)
+    shown = table.drop(index="original", errors="ignore").rename(index=short)
+    shown["processed_over_new"].plot.barh(ax=axes[1, 0], color="#4c72b0", label="processed / new")
+    axes[1, 0].axvline(GOAL, color="#c44e52", linestyle="--", label=f"goal: {GOAL:g}x")
+    axes[1, 0].set(title="Processed / new content per turn", xlabel="ratio", ylabel="")
+    axes[1, 0].legend(fontsize=8)
     shown["cached_share"].plot.barh(ax=axes[1, 1], color="#55a868")
-    axes[1, 1].set(title="Share of prompt tokens served from cache", xlabel="share", xlim=(0, 1))
+    axes[1, 1].set(title="Share of prompt tokens served from cache", xlabel="share", ylabel="", xlim=(0, 1))
     fig.tight_layout()
     return fig
