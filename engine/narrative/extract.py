@@ -147,6 +147,7 @@ _DANGLING_JSON_RE = re.compile(r"```json\b((?:(?!```).)*)\Z", re.DOTALL | re.IGN
 _EMPTY_OPENER_RE = re.compile(r"```(?:json)?[ \t]*", re.IGNORECASE)
 _SCENE_AT_RE = re.compile(r"\(at [^()\n]+\)\s*$")
 _BLANK_RUN_RE = re.compile(r"\n{3,}")
+_FENCE_LINE_RE = re.compile(r"^[^\S\n]*```", re.MULTILINE)
 _SPECIAL_RE = re.compile(r'[{}"\\]')
 # A state block is a few hundred characters; Python's literal parser is only
 # tried below this size, so a pathological reply cannot make it crawl.
@@ -348,9 +349,11 @@ def _is_state_heading(line: str) -> bool:
 
 def _heading_above(text: str, line_start: int) -> int:
     """Widens a cut upwards over a bare `State` heading written just above it."""
-    before = text[:line_start].rstrip()
-    start = before.rfind("\n") + 1
-    return start if before and _is_state_heading(before[start:]) else line_start
+    end = line_start  # as text[:line_start].rstrip(), without copying the text before every block
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    start = text.rfind("\n", 0, end) + 1
+    return start if end and _is_state_heading(text[start:end]) else line_start
 
 
 def _line_end(text: str, position: int) -> int:
@@ -370,6 +373,60 @@ def _quoted_run(text: str, start: int) -> list[tuple[int, int]]:
     return spans
 
 
+def _quoted_object(text: str, start: int) -> tuple[list[tuple[int, int]], str, int | None]:
+    """(the quoted lines read, their text with the markers off, just past the
+    closing brace in it or None) for an object opening a `>`-quoted line.
+
+    Lines are read only until the object closes: reading the whole quoted run
+    for every object in it was quadratic (100 KB of `> {}` lines never ended).
+    """
+    spans, lines, scan = [], [], _CloseScan()
+    closing, offset = None, 0
+    while start < len(text) and closing is None:
+        end = _line_end(text, start)
+        if not _QUOTE_RE.match(text[start:end]):
+            break
+        line = _QUOTE_RE.sub("", text[start:end], count=1)
+        spans.append((start, end))
+        lines.append(line)
+        found = scan.feed(line, line.find("{") if len(lines) == 1 else 0)
+        closing = None if found is None else offset + found
+        offset += len(line) + 1
+        start = end + 1
+    if closing is None:
+        spans += _quoted_run(text, start)  # unclosed: the rest of the run goes with it
+        lines += [_QUOTE_RE.sub("", text[a:b], count=1) for a, b in spans[len(lines):]]
+    return spans, "\n".join(lines), closing
+
+
+class _CloseScan:
+    """Where an object closes, read a line at a time by exactly the rules of `_Braces`."""
+
+    def __init__(self) -> None:
+        self.depth, self.in_string = 0, False
+
+    def feed(self, line: str, start: int) -> int | None:
+        """Just past the closing brace within `line`, or None when still open.
+        (A backslash ending a line escapes the newline, which is no special character.)"""
+        skip = -1
+        for match in _SPECIAL_RE.finditer(line, max(start, 0)):
+            char, position = match.group(), match.start()
+            if position == skip:
+                continue  # the character after a backslash
+            if self.in_string:
+                skip = position + 1 if char == "\\" else skip
+                self.in_string = char != '"'
+            elif char == '"':
+                self.in_string = True
+            elif char == "{":
+                self.depth += 1
+            elif char == "}" and self.depth:
+                self.depth -= 1
+                if not self.depth:
+                    return match.end()
+        return None
+
+
 def _unquoted(text: str, spans: list[tuple[int, int]]) -> str:
     return "\n".join(_QUOTE_RE.sub("", text[a:b], count=1) for a, b in spans)
 
@@ -386,14 +443,12 @@ def _line_object(text: str, line_start: int, braces: _Braces) -> tuple[bool, _Bl
     A quoted object is read with its `>` markers off, across its run of quoted
     lines; an unclosed quoted object takes its whole run with it.
     """
-    spans = _quoted_run(text, line_start)
+    spans, body, closing = _quoted_object(text, line_start)
     if spans:
-        body = _unquoted(text, spans)
         opening = body.find("{")
-        closing = _Braces(body).end(opening)
         if closing is None:
             return False, None, spans[-1][1]
-        end = spans[body.count("\n", 0, closing)][1]
+        end = spans[-1][1]
     else:
         body, opening = text, text.find("{", line_start)
         closing = braces.end(opening)
@@ -511,15 +566,16 @@ def _is_echoed_instruction(inner: str) -> bool:
     )
 
 
-def _echoed_bracket(text: str, instruction_cut: bool) -> tuple[int, str] | None:
+def _echoed_bracket(text: str, instruction_cut: bool, last: int) -> tuple[int, str] | None:
     """R2/R5: a final bracket that is one of our instructions, closed or cut off.
 
     Once one instruction came off, a bracket merely opening like the length
     hint is taken too: a narrator rewords the rest. On its own, an in-world
     "[Hard limit: forty days]" stays.
     """
+    # `last` is the final "[": neither pattern lets a bracket follow its own, so a match starts there.
     for pattern in (_CLOSED_BRACKET_RE, _OPEN_BRACKET_RE):
-        match = pattern.search(text)
+        match = pattern.match(text, last) if last >= 0 else None
         if match is None:
             continue
         inner = match.group(1)
@@ -530,15 +586,15 @@ def _echoed_bracket(text: str, instruction_cut: bool) -> tuple[int, str] | None:
     return None
 
 
-def _dangling_state_fence(text: str) -> int | None:
+def _dangling_state_fence(text: str, tail: _Tail) -> int | None:
     """Our own label opens nothing but protocol, so an unclosed one ends the story."""
-    match = _DANGLING_STATE_RE.search(text)
-    return None if match is None else match.start()
+    return tail.first_state_opener(text)
 
 
-def _dangling_json_fence(text: str) -> int | None:
+def _dangling_json_fence(text: str, last: int) -> int | None:
     """An unclosed ```json goes only when what follows is ours: a story may leave code open."""
-    match = _DANGLING_JSON_RE.search(text)
+    # `last` is where the final ``` starts: the body holds no fence, so an unclosed opener is the last one.
+    match = _DANGLING_JSON_RE.match(text, last) if last >= 0 else None
     if match is None:
         return None
     body = match.group(1).strip()
@@ -594,13 +650,12 @@ def _bare_quote_marker(text: str) -> int | None:
     return start if start is not None and text[start:].strip() == ">" else None
 
 
-def _empty_fence_opener(text: str) -> int | None:
+def _empty_fence_opener(text: str, tail: _Tail) -> int | None:
     """R4: an empty ``` or ```json last line, only when it opens (odd fence count)."""
     start = _last_line_start(text)
     if start is None or not _EMPTY_OPENER_RE.fullmatch(text[start:].strip()):
         return None
-    fences = sum(1 for line in text.split("\n") if line.lstrip().startswith("```"))
-    return start if fences % 2 else None
+    return start if tail.fence_lines(text) % 2 else None
 
 
 def _trailing_scene_line(text: str, protocol_cut: bool) -> int | None:
@@ -614,12 +669,64 @@ def _trailing_scene_line(text: str, protocol_cut: bool) -> int | None:
     return start if protocol_cut or _SCENE_AT_RE.search(text[start:]) else None
 
 
+class _Tail:
+    """What the tail rules ask of the whole text, computed once.
+
+    The tail loop only ever cuts the text back to a prefix of where it began,
+    so where the first state opener sits and where fence lines begin can be
+    read off the starting text for every later prefix. Searching afresh on
+    each pass made a reply of stacked leftovers quadratic: 16 s for 100 KB of
+    repeated state fences, 14 s for 45 KB of repeated json fences.
+    """
+
+    def __init__(self, text: str):
+        self.text = text
+        self.state = _DANGLING_STATE_RE.search(text)
+        # Just past the ``` of each line that opens with one, in order.
+        self.fence_ends = [m.end() for m in _FENCE_LINE_RE.finditer(text)]
+        self.brackets = [m.start() for m in re.finditer(r"\[", text)]
+        self.fences = [m.start() for m in re.finditer("(?=```)", text)]
+
+    def _prefix(self, text: str) -> bool:
+        """Cheap: cut_from only ever keeps a prefix, so length and last character suffice."""
+        n = len(text)
+        return n <= len(self.text) and (n == 0 or self.text[n - 1] == text[-1])
+
+    def _last(self, text: str, starts: list[int], needle: str) -> int:
+        """Where the last `needle` in `text` starts (-1: none), as `text.rfind(needle)`."""
+        if not self._prefix(text):
+            return text.rfind(needle)
+        i = bisect.bisect_right(starts, len(text) - len(needle)) - 1
+        return starts[i] if i >= 0 else -1
+
+    def last_bracket(self, text: str) -> int:
+        return self._last(text, self.brackets, "[")
+
+    def last_fence(self, text: str) -> int:
+        return self._last(text, self.fences, "```")
+
+    def first_state_opener(self, text: str) -> int | None:
+        if not self._prefix(text):
+            found = _DANGLING_STATE_RE.search(text)
+            return None if found is None else found.start()
+        if self.state is not None and self.state.end() <= len(text):
+            return self.state.start()
+        # Cut inside or before it: only an opener ending the prefix can match now.
+        last = self.last_fence(text)
+        found = _DANGLING_STATE_RE.match(text, last) if last >= 0 else None
+        return None if found is None else found.start()
+
+    def fence_lines(self, text: str) -> int:
+        if not self._prefix(text):
+            return sum(1 for line in text.split("\n") if line.lstrip().startswith("```"))
+        return bisect.bisect_right(self.fence_ends, len(text))
+
+
 _TAIL_RULES = (
     (RULE_DANGLING_STATE, _dangling_state_fence),
-    (RULE_DANGLING_JSON, _dangling_json_fence),
-    (RULE_TRUNCATED_OBJECT, _truncated_object),
-    (RULE_STATE_HEADING, _trailing_state_heading),
-    (RULE_QUOTE_MARKER, _bare_quote_marker),
+    (RULE_DANGLING_JSON, lambda text, tail: _dangling_json_fence(text, tail.last_fence(text))),
+    (RULE_STATE_HEADING, lambda text, tail: _trailing_state_heading(text)),
+    (RULE_QUOTE_MARKER, lambda text, tail: _bare_quote_marker(text)),
     (RULE_EMPTY_FENCE, _empty_fence_opener),
 )
 
@@ -658,22 +765,36 @@ def _clean(text: str, *, after_block: bool) -> tuple[str, list[_Block], list[tup
     inline = cleaner.drop(RULE_INLINE_PROPOSAL, _inline_proposals)
     cleaner.drop(RULE_PASTED_STATE, _pasted_sections)
     protocol_cut, instruction_cut = after_block or bool(cleaner.removals), False
+    tail = _Tail(cleaner.text)
     while True:
         before = cleaner.text
-        bracket = _echoed_bracket(cleaner.text, instruction_cut)
-        if bracket is not None:
-            cleaner.cut_from(*bracket)
-            instruction_cut = True
-        for rule, finder in _TAIL_RULES:
-            start = finder(cleaner.text)
-            if start is not None:
-                cleaner.cut_from(start, rule)
+        instruction_cut = _cut_tail(cleaner, tail, instruction_cut)
         protocol_cut = protocol_cut or cleaner.text != before
         start = _trailing_scene_line(cleaner.text, protocol_cut)
         if start is not None:
             cleaner.cut_from(start, RULE_SCENE_LINE)
-        if cleaner.text == before:
+        if cleaner.text != before:
+            continue
+        # The one rule that reads the whole text runs only once the cheap
+        # ones are stable, so stacked leftovers do not each pay for a scan.
+        start = _truncated_object(cleaner.text)
+        if start is None:
             return cleaner.text, inline, cleaner.removals
+        cleaner.cut_from(start, RULE_TRUNCATED_OBJECT)
+        protocol_cut = True
+
+
+def _cut_tail(cleaner: _Cleaner, tail: _Tail, instruction_cut: bool) -> bool:
+    """One pass of the cheap tail rules; whether an instruction has come off."""
+    bracket = _echoed_bracket(cleaner.text, instruction_cut, tail.last_bracket(cleaner.text))
+    if bracket is not None:
+        cleaner.cut_from(*bracket)
+        instruction_cut = True
+    for rule, finder in _TAIL_RULES:
+        start = finder(cleaner.text, tail)
+        if start is not None:
+            cleaner.cut_from(start, rule)
+    return instruction_cut
 
 
 def _audit_raw(whole: str, prose: str) -> str:
