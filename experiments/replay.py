@@ -260,7 +260,9 @@ def move(camp: Campaign, step: Step, on_text=None):
 def play(recording: Recording, db_path: str | Path, *, narrator: Any = None, embedder: Any = None,
          keep_first: int = 0, progress: bool = True, label: str = "replay", **settings) -> pd.DataFrame:
     """Play `recording`'s moves into a fresh workbench file at `db_path`; the
-    replay's own facts, one row per turn. A turn the engine refuses is tried
+    replay's own facts, one row per turn. `embedder` defaults to none (fast and
+    deterministic, but no memory recall or semantic knowledge): pass "local" or an
+    embedder object (or Factory) to measure those. A turn the engine refuses is tried
     again (as a reader presses Retry); one refused every time keeps its row,
     with the refusal in words, and the replay goes on."""
     wb = _fresh(Path(db_path))
