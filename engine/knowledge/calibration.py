@@ -13,12 +13,15 @@ The registry is data (`calibration.json`), each entry carrying the measurement
 it came from. `calibrate` produces such a measurement: the targeted and
 off-topic populations of a pair set, scored through the production forms (the
 passage as its indexed line, the query as scene text), and a floor only when
-the two populations do not overlap.
+the two populations do not overlap (rule "separate"), or, for a pair set of
+real scenes whose populations always overlap, just above every off-topic pair
+(rule "above_off_topic"), when enough targeted pairs stay above it.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from functools import lru_cache
@@ -35,11 +38,17 @@ __all__ = [
     "Calibration",
     "PairSet",
     "Population",
+    "ABOVE_OFF_TOPIC",
+    "MIN_TARGETED_ABOVE",
+    "RULES",
+    "SEPARATE",
     "calibrate",
+    "propose_floor",
     "register",
     "calibrated_models",
     "calibration_key",
     "entry_for",
+    "floor_above",
     "floor_for",
     "load_pairs",
     "registry",
@@ -47,6 +56,17 @@ __all__ = [
 ]
 
 CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
+SEPARATE = "separate"
+ABOVE_OFF_TOPIC = "above_off_topic"
+RULES = (SEPARATE, ABOVE_OFF_TOPIC)
+# "above_off_topic" proposes a floor only if at least this share of targeted
+# pairs reaches it: below that, the semantic path would carry too little to be
+# worth a number (the embedded SmolLM2's off-topic maximum, 0.858, was above
+# all but a few of its targeted pairs).
+MIN_TARGETED_ABOVE = 0.25
+# How far above the highest off-topic pair the floor sits, before rounding up
+# to two decimals.
+OFF_TOPIC_MARGIN = 0.005
 PAIRS_FILE = Path(__file__).with_name("pairs.json")
 
 
@@ -161,6 +181,13 @@ class Calibration:
     pairs_sha256: str
     measured_on: str
     scores: list[dict] = field(default_factory=list, repr=False)
+    rule: str = SEPARATE
+
+    @property
+    def targeted_above(self) -> float:
+        """The share of targeted pairs at or above the floor (0 without one)."""
+        mine = [x["cosine"] for x in self.scores if x["kind"] == "targeted"]
+        return sum(c >= self.floor for c in mine) / len(mine) if self.floor is not None and mine else 0.0
 
     @property
     def separated(self) -> bool:
@@ -173,14 +200,21 @@ class Calibration:
                 f"off-topic n={o.n} min {o.min:.4f} median {o.median:.4f} max {o.max:.4f}. ")
         if self.floor is None:
             return head + ("The populations overlap, so no floor can be proposed: this model gets no "
-                           "semantic admission until a pair set separates them.")
+                           "semantic admission until a pair set separates them." if self.rule == SEPARATE else
+                           f"Fewer than {MIN_TARGETED_ABOVE:.0%} of targeted pairs are above every off-topic "
+                           "pair, so no floor is proposed: this model gets no semantic admission.")
+        if self.rule == ABOVE_OFF_TOPIC:
+            return head + (f"Proposed floor {self.floor} (margin {self.floor - o.max:.4f} above the off-topic "
+                           f"maximum); {self.targeted_above:.0%} of targeted pairs reach it, the rest must be "
+                           "found lexically.")
         return head + (f"Proposed floor {self.floor} (margin {self.floor - o.max:.4f} above the off-topic "
                        f"maximum, {t.min - self.floor:.4f} below the weakest targeted pair).")
 
     def entry(self) -> dict:
         """The registry entry this measurement justifies (no scores)."""
         return {"floor": self.floor, "model_id": self.model_id, "measured_on": self.measured_on,
-                "pairs": self.pairs, "pairs_sha256": self.pairs_sha256,
+                "pairs": self.pairs, "pairs_sha256": self.pairs_sha256, "rule": self.rule,
+                "targeted_above_floor": round(self.targeted_above, 4),
                 "targeted": asdict(self.targeted), "off_topic": asdict(self.off_topic)}
 
 
@@ -197,8 +231,19 @@ def propose_floor(targeted_min: float, off_topic_max: float) -> float | None:
     return middle
 
 
-def calibrate(embedder, pairs: PairSet | None = None) -> Calibration:
-    """Score `pairs` with `embedder` the way retrieval does and propose a floor."""
+def floor_above(off_topic_max: float, targeted: list[float]) -> float | None:
+    """Just above every off-topic pair (rounded up to two decimals), if at
+    least MIN_TARGETED_ABOVE of the targeted pairs reach it."""
+    floor = math.ceil((off_topic_max + OFF_TOPIC_MARGIN) * 100) / 100
+    share = sum(c >= floor for c in targeted) / len(targeted) if targeted else 0.0
+    return floor if share >= MIN_TARGETED_ABOVE else None
+
+
+def calibrate(embedder, pairs: PairSet | None = None, rule: str = SEPARATE) -> Calibration:
+    """Score `pairs` with `embedder` the way retrieval does and propose a
+    floor by `rule` (see the module doc)."""
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {', '.join(RULES)}, not {rule!r}")
     pairs = pairs or load_pairs()
     ids = list(pairs.passages)
     lines = [index_line(pairs.passages[i].get("heading", ""), pairs.passages[i]["text"]) for i in ids]
@@ -216,5 +261,7 @@ def calibrate(embedder, pairs: PairSet | None = None) -> Calibration:
                            "cosine": round(float(q @ passage_vec[pid]), 4)})
     targeted = Population.of([s["cosine"] for s in scores if s["kind"] == "targeted"])
     off_topic = Population.of([s["cosine"] for s in scores if s["kind"] == "off_topic"])
-    return Calibration(embedder.model_id, targeted, off_topic, propose_floor(targeted.min, off_topic.max),
-                       pairs.name, pairs.sha256, date.today().isoformat(), scores)
+    floor = propose_floor(targeted.min, off_topic.max) if rule == SEPARATE else floor_above(
+        off_topic.max, [s["cosine"] for s in scores if s["kind"] == "targeted"])
+    return Calibration(embedder.model_id, targeted, off_topic, floor, pairs.name, pairs.sha256,
+                       date.today().isoformat(), scores, rule)

@@ -1,0 +1,91 @@
+"""The retrieval evaluation: its judging and summing (fast, lexical only, on a
+real public document) and its notebook under papermill with small parameters
+(the embedded MiniLM)."""
+import json
+from pathlib import Path
+
+import pandas as pd
+import papermill as pm
+import pytest
+
+from experiments import retrieval_eval as ev
+from experiments.results import read_metrics
+
+NOTEBOOKS = Path(__file__).parents[2] / "notebooks"
+DOCS = {"rules": {"file": "srd5.md", "class": "reference"}, "setting": {"file": "openlore.md", "class": "canon"}}
+
+
+def test_the_labelled_set_is_large_enough_and_names_real_documents():
+    labels = ev.load_labels()
+    assert len(labels.targeted) >= 60 and len(labels.off_topic) >= 40
+    assert len({t["document"] for t in labels.targeted}) >= 3
+    for doc in labels.documents.values():
+        assert (ev.DATA_DIR / doc["file"]).is_file()
+    assert all(t["headings"] or t["phrases"] for t in labels.targeted)
+    assert len({t["id"] for t in labels.targeted}) == len(labels.targeted)
+
+
+@pytest.mark.parametrize(("heading", "text", "relevant"), [
+    ("Combat > Making an Attack > Melee Attacks > Grappling", "When you want to grab a creature...", True),
+    ("Combat > Making an Attack", "## Combat > Making an Attack > Melee Attacks > Grappling\n\nGrab it.", True),
+    ("Combat > Making an Attack", "You can try to escape a grapple as an action.", True),  # a labelled phrase
+    ("Conditions > Grappled Creatures", "Nothing here names the rule.", False),  # a component, not a substring
+])
+def test_relevance_is_a_heading_component_a_written_heading_or_a_phrase(heading, text, relevant):
+    scene = {"document": "rules", "headings": ["Grappling"], "phrases": ["escape a grapple"]}
+    assert ev.is_relevant(scene, "srd5.md", heading, text, DOCS) is relevant
+    assert ev.is_relevant(scene, "openlore.md", heading, text, DOCS) is False  # another document never is
+
+
+def test_summaries_count_hits_precision_and_off_topic_admissions():
+    frame = pd.DataFrame([
+        {"window": 4096, "kind": "targeted", "document": "rules", "id": "a", "admitted": 2, "relevant": 1, "hit": True,
+         "knowledge_tokens": 879},
+        {"window": 4096, "kind": "targeted", "document": "rules", "id": "b", "admitted": 1, "relevant": 0, "hit": False,
+         "knowledge_tokens": 879},
+        {"window": 4096, "kind": "off_topic", "document": "", "id": "c", "admitted": 3, "relevant": 0, "hit": False,
+         "knowledge_tokens": 879},
+        {"window": 4096, "kind": "off_topic", "document": "", "id": "d", "admitted": 0, "relevant": 0, "hit": False,
+         "knowledge_tokens": 879},
+    ])
+    s = ev.summarise(frame)[4096]
+    assert (s["targeted_hits"], s["hit_rate"], s["admitted"], s["admitted_relevant"]) == (1, 0.5, 3, 1)
+    assert s["precision"] == round(1 / 3, 4) and s["off_topic_admitting"] == 1 and s["off_topic_passages"] == 3
+
+
+def test_the_production_path_on_a_real_wiki_lexical_only(tmp_path):
+    labels = ev.load_labels().only(["setting"], targeted_per_document=4, off_topic=6)
+    camp = ev.open_library(tmp_path / "eval.db", labels, embedder="none", progress=False)
+    frame = ev.evaluate(camp, labels, windows=(4096,), progress=False)
+    assert len(frame) == 10 and set(frame.kind) == {"targeted", "off_topic"}
+    s = ev.summarise(frame)[4096]
+    assert s["targeted"] == 4 and s["off_topic"] == 6 and s["knowledge_tokens"] > 0
+    assert s["targeted_hits"] >= 3  # DTX, Caer, Morgan and Obsidism are named or described in their pages
+    assert s["off_topic_admitting"] == 0
+    by_doc = ev.per_document(frame, labels)
+    assert by_doc.loc[(4096, "setting"), "class"] == "canon"
+
+
+def test_smaller_passages_fit_the_reference_share_more_often():
+    labels = ev.load_labels().only(["novel"])
+    sizes = ev.passage_sizes(labels, knowledge_tokens=879, targets=(256, 800))
+    fits = dict(zip(sizes.target, sizes.fits_share, strict=True))
+    assert fits[256] == 1.0 and fits[800] < 0.2
+
+
+@pytest.mark.realmodel
+def test_the_notebook_runs_with_small_parameters(tmp_path):
+    out, sidecar = tmp_path / "retrieval_eval.ipynb", tmp_path / "retrieval_eval.json"
+    pm.execute_notebook(str(NOTEBOOKS / "retrieval_eval.ipynb"), str(out), kernel_name="python3",
+                        cwd=str(NOTEBOOKS), progress_bar=False,
+                        parameters={"documents": ["setting"], "targeted_per_document": 3, "off_topic": 4,
+                                    "windows": [4096], "size_targets": [256, 800], "workdir": str(tmp_path),
+                                    "sidecar": str(sidecar)})
+    m = read_metrics(out)
+    assert "4096" in json.dumps(json.loads(sidecar.read_text()))  # the sidecar holds the same record
+    w = m["windows"]["4096"]
+    assert m["embedding_model"].lower().endswith("minilm-l6-v2") and m["semantic_floor"] is not None
+    assert w["targeted"] == 3 and w["off_topic"] == 4 and 0 <= w["hit_rate"] <= 1
+    assert w["targeted_hits"] >= 2 and w["off_topic_admitting"] == 0
+    fits = {r["target"]: r["fits_share"] for r in m["passage_sizes"]}
+    assert fits[256] > fits[800]
