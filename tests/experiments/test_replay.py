@@ -123,10 +123,13 @@ def test_replay_refuses_to_reuse_a_file_and_an_empty_campaign(original, tmp_path
 
 def test_replay_against_the_loopback_server(original, tmp_path, fake_server):
     fake_server.script.kind = "llamacpp"
+    fake_server.script.timings, fake_server.script.cached = True, 100  # llama.cpp's figures in the last chunk
     df = replay(original, tmp_path / "replay.db", narrator="endpoint", endpoint_url=fake_server.base,
                 model="story-model", progress=False)
     assert (df["text_replay"] == "The door opens.").all()
     assert (df["prompt_tokens_replay"] == 120).all()
+    assert (df["cached_tokens_replay"] == 100).all() and (df["processed_tokens_replay"] == 20).all()
+    assert (df["prompt_ms_replay"] == 12.5).all() and (df["generation_ms_replay"] == 40.25).all()
     assert df["accounting_replay"].notna().all()
     posts = [p for m, p, _ in fake_server.requests if m == "POST"]
     assert posts.count("/v1/chat/completions") == 6
