@@ -114,7 +114,8 @@ def open_library(path: str | Path, labels: Labels, *, embedder: str = "local", p
     library = camp.knowledge
     library.progress = progress
     for doc in labels.documents.values():
-        library.add(DATA_DIR / doc["file"], classification=doc["class"])
+        library.add(DATA_DIR / doc["file"], classification=doc["class"], embed_now=0)
+    library.embed_pending()  # all of it, before any scene is asked
     return camp
 
 

@@ -21,6 +21,7 @@ from ..store import CampaignRow, Database
 from ..store.knowledge_tables import KnowledgeEmbeddingRow, KnowledgePassageRow, KnowledgeSourceRow
 from ..store.models import utcnow
 from .calibration import calibrated_models, floor_for, uncalibrated_note
+from .chunking import CHUNKING_VERSION
 from .classes import CANON, CLASS_LABELS
 from .embedding import EmbeddingPass, catch_up, clear_vectors, pending_count
 from .importer import add_source, build_passages
@@ -31,6 +32,11 @@ from .retrieval import Selection, retrieve
 __all__ = ["Library", "Status"]
 
 _DETAIL_LIMIT = 2000
+# Passages embedded before `add` returns; the rest is derived work. Measured
+# with MiniLM on this 2-core machine while other jobs shared it: ~3,000
+# passages (the 1.5 MB rules reference and a novel) took about 15 minutes,
+# so a 16 MB source (~16,000 passages) must not hold `add` for its whole length.
+EMBED_AT_IMPORT = 4096
 
 
 @dataclass(frozen=True)
@@ -113,8 +119,9 @@ class Library:
         "encoding"), or refused when detection is unsure. Embedding follows
         the import when an embedder is configured; its outcome is in
         the returned summary's "embedding" entry, in words. `embed_now` caps
-        how many passages are embedded before returning (0: none); the rest
-        is derived work, done by `embed_pending` or after the next turns.
+        how many passages are embedded before returning (default
+        EMBED_AT_IMPORT; 0: none); the rest is derived work, done by
+        `embed_pending` or in the background after the next turns.
         """
         name = str(path_or_name)
         if data is None:
@@ -134,7 +141,7 @@ class Library:
                                 notes=notes, visibility=visibility, always_include=always_include,
                                 allow_duplicate=allow_duplicate, progress=self.progress, found=found)
             source_id = source.id
-        outcome = self._embed(None if embed_now is None else max(0, int(embed_now)))
+        outcome = self._embed(EMBED_AT_IMPORT if embed_now is None else max(0, int(embed_now)))
         summary = self._summary(source_id)
         summary["encoding"] = found.get("encoding", "utf-8")
         summary["embedding"] = outcome.words if outcome else "No embedder is configured: lexical search only."
@@ -281,9 +288,19 @@ class Library:
             "calibrated_models": calibrated_models(), "pending_embeddings": pending,
             "failed_index": _failures(frame, "index_state", "index_detail"),
             "failed_embedding": _failures(frame, "embed_state", "embed_detail"),
+            "stale_chunking": self._stale(),
         }
         data["semantic_note"] = load_error or _semantic_note(model, floor)
         return Status(_status_words(data), data)
+
+    def _stale(self) -> list[dict]:
+        """Sources chunked by an older chunker (their passages are the old
+        size and shape until `reindex`)."""
+        S = KnowledgeSourceRow  # noqa: N806
+        with self.db.reading() as s:
+            rows = s.execute(select(S.id, S.title).where(S.campaign_id == self.campaign_id,
+                                                         S.chunking_version < CHUNKING_VERSION)).all()
+        return [{"id": int(i), "title": t} for i, t in rows]
 
     def _repr_html_(self) -> str:
         frame = self.list()
@@ -325,4 +342,7 @@ def _status_words(d: dict) -> str:
         text += f" Indexing “{f['title']}” failed: {f['detail']}."
     for f in d["failed_embedding"]:
         text += f" Embedding “{f['title']}” failed: {f['detail']}."
+    if d.get("stale_chunking"):
+        text += (f" {len(d['stale_chunking'])} source(s) were split by an older version of the chunker (larger "
+                 "passages than the budget can always show); run reindex() to split them again.")
     return text

@@ -98,3 +98,16 @@ def test_a_source_larger_than_the_old_one_megabyte_limit_imports(db):
     assert 1024 * 1024 < len(raw) < MAX_SOURCE_BYTES
     summary = Library(db, new_campaign(db), progress=False).add("srd5.md", raw)
     assert summary["index_state"] == "ready" and summary["passages"] > 2000
+
+
+def test_a_source_from_an_older_chunker_is_named_until_reindexed(db):
+    from engine.knowledge.chunking import CHUNKING_VERSION
+    from engine.store.knowledge_tables import KnowledgeSourceRow
+
+    lib = Library(db, new_campaign(db), progress=False)
+    src = lib.add("lore.md", _read("openlore.md")[:20_000])
+    with db.writing() as s:
+        s.get(KnowledgeSourceRow, src["id"]).chunking_version = CHUNKING_VERSION - 1
+    assert "older version of the chunker" in str(lib.status())
+    lib.reindex(src["id"])
+    assert lib.status().data["stale_chunking"] == [] and "older version" not in str(lib.status())
