@@ -27,7 +27,7 @@ from .. import backup as backups_module
 from ..store.cards_tables import StoryCardRow
 from . import limits
 from .aidungeon import read_ai_dungeon, read_ai_dungeon_cards
-from .errors import BundleRefused
+from .errors import BundleRefused, refusing
 from .export import build_bundle
 from .loading import load
 from .native import FORMAT, VERSION
@@ -36,6 +36,10 @@ from .reports import ExportReport, ImportReport
 from .sillytavern import read_sillytavern
 from .validate import validate
 from .write import write_attachments, write_plan
+
+# Other tools' readers are pure, like validate(); the same net makes a fault in one a refusal in words.
+read_ai_dungeon, read_ai_dungeon_cards, read_sillytavern = (
+    refusing("The file")(reader) for reader in (read_ai_dungeon, read_ai_dungeon_cards, read_sillytavern))
 
 if TYPE_CHECKING:
     from ..campaign import Campaign

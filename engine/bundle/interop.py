@@ -28,7 +28,7 @@ from .detect import (
     detect,
     detect_bytes,
 )
-from .errors import BundleRefused
+from .errors import BundleRefused, refusing
 from .koboldai import read_koboldai
 from .loading import load
 from .novelai import read_novelai
@@ -45,7 +45,7 @@ __all__ = ["import_character_card", "import_file", "read_any"]
 def read_any(source: Any) -> Any:
     """Parsed JSON, or the card inside a PNG / .charx; size-capped before reading."""
     if isinstance(source, (dict, list)):
-        return source
+        return load(source)  # checks the values (surrogates, 64-bit numbers, depth) as for a file
     if isinstance(source, (str, Path)):
         path = Path(source)
         if not path.is_file():
@@ -58,7 +58,7 @@ def read_any(source: Any) -> Any:
     else:
         return load(source)  # refuses it, naming what was given
     if detect_bytes(raw) is not None:
-        return card_from_bytes(raw)
+        return load(card_from_bytes(raw))  # a card's JSON gets the same value checks as a file's
     return load(raw)
 
 
@@ -102,6 +102,7 @@ def import_file(workbench: Workbench, source: Any, *, campaign_id: int | None = 
     return facade._import_new(workbench, plan)
 
 
+@refusing("The file")  # a reader fault on a shape no check foresaw is a refusal, not a traceback
 def _plan(fmt: str, data: Any, stem: str, *, as_knowledge: bool, classification: str, answers, character_as: str,
           protagonist: str | None, attach: bool) -> Plan:
     if fmt == CHARACTER_CARD:
