@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "bundle"))
 from campaigns import build_rich, configure  # noqa: E402
 from reference_files import v3  # noqa: E402
 
-__all__ = ["PAYLOADS", "build_rich", "census", "configure", "v3"]
+__all__ = ["PAYLOADS", "SCENARIO", "WORLD_INFO", "build_rich", "census", "configure", "v3"]
 
 # What an attacker types into a title, a card, a server's model list or a
 # stored report; each must come out of every view as text.
@@ -29,6 +29,22 @@ PAYLOADS = [
     "\u202eexe.txt\u202c and \u2066isolate\u2069",
     "nul\x00byte",
 ]
+
+
+# Small files in other tools' formats, for the fuzzer to mutate.
+SCENARIO = {
+    "title": "Salt and Iron", "prompt": "You are ${Name?}, a smith in a harbour town.",
+    "memory": "The harbour froze last winter.", "authorsNote": "Tone: cold.",
+    "storyCards": [{"keys": "forge, anvil", "value": "The forge never goes out.", "type": "location",
+                    "title": "Forge", "description": "where it starts"}],
+    "tags": ["winter"],
+}
+WORLD_INFO = {
+    "name": "Harbour lore",
+    "entries": {"0": {"uid": 0, "key": ["harbour"], "keysecondary": [], "comment": "Harbour",
+                      "content": "Ice closes the harbour every winter.", "constant": False, "order": 10,
+                      "position": 0, "disable": False}},
+}
 
 
 def census(path) -> dict[str, int]:

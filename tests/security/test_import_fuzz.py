@@ -14,12 +14,13 @@ import resource
 import time
 
 import pytest
-from hostile import PAYLOADS, build_rich, census, configure, v3
+from hostile import PAYLOADS, SCENARIO, WORLD_INFO, build_rich, census, configure, v3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import Workbench
 from engine.bundle import BundleRefused, facade, load, validate
+from engine.errors import WorkbenchError
 
 pytestmark = pytest.mark.fuzz
 
@@ -161,3 +162,27 @@ def test_importing_any_mutation_is_total(exports, target, tmp_path_factory):
 
     check()
     assert outcome["refused"] and outcome["imported"], outcome  # both paths were exercised
+
+
+@pytest.mark.parametrize("importer, document", [
+    (facade.import_ai_dungeon, SCENARIO), (facade.import_ai_dungeon, SCENARIO["storyCards"]),
+    (facade.import_sillytavern, WORLD_INFO),
+], ids=["AI Dungeon scenario", "AI Dungeon cards", "SillyTavern World Info"])
+def test_other_tools_files_are_total(importer, document, target, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("fuzz-other")
+
+    @settings(max_examples=120, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(_files([document]))
+    def check(raw):
+        before = census(target.db.path)
+        try:
+            report = _timed(lambda: importer(target, raw))
+        except WorkbenchError as refused:
+            assert census(target.db.path) == before, "a refused import wrote rows"
+            assert len(str(refused)) > 20
+            return
+        exported = target.campaign(report.campaign_id).export(folder / f"{report.campaign_id}.json")
+        assert exported.importable, exported.warning
+
+    check()
