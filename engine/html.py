@@ -29,6 +29,7 @@ __all__ = [
     "bullet_list",
     "count",
     "details",
+    "escape",
     "fragment",
     "frame",
     "key_values",
@@ -71,6 +72,12 @@ class Html(Markup):
 def text(value) -> Html:
     """Any value as inert text (a `Html` fragment passes through unchanged)."""
     return Html.escape(value)
+
+
+def escape(value) -> str:
+    """`text(value)` as a plain str, for views still joined by hand: a drop-in
+    for `html.escape` that also makes bidi controls, NUL and lone surrogates visible."""
+    return str(text(value))
 
 
 def fragment(template: str, *args, **kwargs) -> Html:

@@ -163,7 +163,7 @@ def test_reports_built_from_outside_values_are_inert(payload):
 @pytest.mark.parametrize("payload", [*PAYLOADS, "bad\ud800half"], ids=range(len(PAYLOADS) + 1))
 def test_the_rendering_module_escapes_every_helper(payload):
     table = views.table([[payload, 1]], header=[payload])
-    parts = [views.text(payload), views.tag("p", payload, title=payload), views.fragment("<b>{}</b>", payload),
+    parts = [views.text(payload), views.escape(payload), views.tag("p", payload, title=payload), views.fragment("<b>{}</b>", payload),
              table, views.key_values([(payload, payload)]), views.bullet_list([payload], payload),
              views.pre(payload, payload), views.paragraphs(payload), views.bars([(payload, 5, payload)], payload),
              views.count(payload)]
