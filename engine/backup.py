@@ -29,10 +29,10 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
+from . import html
 from .errors import WorkbenchError
 
 __all__ = ["DIRECTORY_NAME", "STALE_PARTIAL_SECONDS", "Backup", "BackupError", "create", "directory", "existing",
@@ -79,7 +79,7 @@ class Backup:
         return f"{self.path} ({self.bytes:,} bytes, taken {self.taken_at:%Y-%m-%d %H:%M:%S}{checked})"
 
     def _repr_html_(self) -> str:
-        return f"<p>Backup {escape(str(self))}</p>"
+        return str(html.fragment("<p>Backup {}</p>", str(self)))
 
 
 def directory(db_path: str | Path) -> Path:
