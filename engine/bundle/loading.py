@@ -23,6 +23,7 @@ from .errors import BundleRefused
 __all__ = ["check_values", "load", "parse_json"]
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE_RE = re.compile(r"\\u[dD][89a-fA-F]")
 # 2**63 has 19 digits; a longer literal is refused before int() reads it
 # (Python refuses past 4,300 digits with a bare ValueError, and reading a long
 # one costs quadratic time below that).
@@ -95,30 +96,43 @@ def parse_json(raw: bytes, name: str) -> Any:
     except RecursionError:
         raise BundleRefused(f"{name} is nested too deeply to read (more than {limits.MAX_DEPTH} levels of objects "
                             f"and lists are allowed){_NOTHING}") from None
-    check_values(value, name)
+    # Decoded UTF-8 cannot hold a surrogate; only a \\uD800-style escape can make one.
+    check_values(value, name, texts=_SURROGATE_ESCAPE_RE.search(text) is not None)
     return value
 
 
-def check_values(value: Any, name: str) -> None:
+def check_values(value: Any, name: str, *, texts: bool = True) -> None:
     """Refuses a value the database or the next export could not hold, naming
-    the top-level section it is in. One pass, no recursion."""
+    the top-level section it is in. One pass, no recursion. `texts=False`
+    skips the surrogate search, for parsed text that had no escape making one."""
     stack = [(value, 0, "")]
     while stack:
         item, depth, section = stack.pop()
-        if isinstance(item, str):
-            _check_text(item, name, section)
-        elif isinstance(item, dict):
+        if isinstance(item, dict):
             _check_depth(depth, name, section)
             for key, child in item.items():
                 if not isinstance(key, str):
                     raise _refuse(name, section, f"a key that is not text: {ascii(key)[:60]}")
-                _check_text(key, name, section or key)
-                stack.append((child, depth + 1, section or key))
+                if texts:
+                    _check_text(key, name, section or key)
+                _visit(child, depth + 1, section or key, stack, name, texts)
         elif isinstance(item, list):
             _check_depth(depth, name, section)
-            stack.extend((child, depth + 1, section) for child in item)
+            for child in item:
+                _visit(child, depth + 1, section, stack, name, texts)
         else:
-            _check_scalar(item, name, section)
+            _visit(item, depth, section, stack, name, texts)
+
+
+def _visit(item: Any, depth: int, section: str, stack: list, name: str, texts: bool) -> None:
+    """Text is checked on the spot and containers are queued: most values are text."""
+    if isinstance(item, str):
+        if texts:
+            _check_text(item, name, section)
+    elif isinstance(item, (dict, list)):
+        stack.append((item, depth, section))
+    else:
+        _check_scalar(item, name, section)
 
 
 def _check_text(text: str, name: str, section: str) -> None:
