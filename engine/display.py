@@ -7,7 +7,7 @@ export where widgets do not render.
 """
 from __future__ import annotations
 
-from html import escape
+from .html import escape  # html.escape, plus bidi controls, NUL and lone surrogates shown as code points
 
 __all__ = ["entries_html", "save_point_html", "story_html", "text_html", "turn_html"]
 

@@ -6,18 +6,16 @@ or a reader is escaped, so a title such as `<script>` shows as text.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from html import escape
 from pathlib import Path
 
+from .. import html
 from .limits import size_label
 
 __all__ = ["ExportReport", "ImportReport"]
 
 
-def _items(title: str, lines: list[str]) -> str:
-    if not lines:
-        return ""
-    return f"<p><b>{escape(title)}</b></p><ul>" + "".join(f"<li>{escape(x)}</li>" for x in lines) + "</ul>"
+def _items(title: str, lines: list[str]) -> html.Html:
+    return html.bullet_list(lines, title)
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -58,11 +56,12 @@ class ImportReport:
         return self.message
 
     def _repr_html_(self) -> str:
-        head = (f"<p>Imported <b>{escape(self.title)}</b> ({escape(self.format)}) as campaign {self.campaign_id}: "
-                f"{escape(_counts(self.counts) or 'empty')}.</p>")
-        return ("<div class='import-report'>" + head + _items("Repaired", self.repaired)
-                + _items("Dropped", self.dropped) + _items("Not carried", self.not_carried)
-                + _items("Warnings", self.warnings) + "</div>")
+        head = html.fragment("<p>Imported <b>{}</b> ({}) as campaign {}: {}.</p>", self.title, self.format,
+                             self.campaign_id, _counts(self.counts) or "empty")
+        lists = [_items(label, lines) for label, lines in (("Repaired", self.repaired), ("Dropped", self.dropped),
+                                                            ("Not carried", self.not_carried),
+                                                            ("Warnings", self.warnings))]
+        return str(html.tag("div", head + html.Html("").join(lists), cls="import-report"))
 
 
 @dataclass(frozen=True)
@@ -92,6 +91,9 @@ class ExportReport:
         return self.message
 
     def _repr_html_(self) -> str:
-        ok = "importable by this version" if self.importable else "<b>not importable by this version</b>"
-        return (f"<div class='export-report'><p>{escape(str(self.path))}: {self.bytes:,} bytes, {ok}.</p>"
-                + (f"<p>{escape(self.warning)}</p>" if self.warning else "") + "</div>")
+        ok = html.text("importable by this version") if self.importable else html.tag(
+            "b", "not importable by this version")
+        body = html.fragment("<p>{}: {} bytes, {}.</p>", str(self.path), html.count(self.bytes), ok)
+        if self.warning:
+            body += html.tag("p", self.warning)
+        return str(html.tag("div", body, cls="export-report"))
