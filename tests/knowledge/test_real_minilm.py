@@ -50,13 +50,21 @@ def test_vectors_are_stored_with_their_model(lib, db):
 
 
 def test_a_paraphrase_finds_the_abbey_canon_semantically(lib):
-    scene = ("What sign did the brothers cut above the steps that lead down to their dead, in the burned "
-             "priory on the hill past town?")
+    scene = "What mark is cut into the stone over the stairs down to the burial vault of the old monastery north of town?"
     sel = lib.retrieve(scene, budget_tokens=6000)
     abbey = next(p for p in sel.passages if p.filename == "abbey.md")
     print({p.filename: (p.found_by, p.cosine) for p in sel.passages})
-    assert abbey.found_by == "semantic" and abbey.cosine >= floor_for(MINILM_ID) and abbey.matched_terms == ()
+    assert abbey.admitted_by in {"semantic", "both"} and abbey.cosine >= floor_for(MINILM_ID)
     assert sel.report["semantic_used"]
+
+
+def test_a_loose_paraphrase_under_the_floor_is_what_the_floor_costs(lib):
+    # 0.372 with MiniLM: admitted under the old 0.27 floor, not under the floor
+    # measured on real books (0.44), which keeps everyday scenes out.
+    scene = ("What sign did the brothers cut above the steps that lead down to their dead, in the burned "
+             "priory on the hill past town?")
+    sel = lib.retrieve(scene, budget_tokens=6000)
+    assert not any(p.filename == "abbey.md" and p.admitted_by in {"semantic", "both"} for p in sel.passages)
 
 
 @pytest.mark.parametrize("scene", OFF_TOPIC)
