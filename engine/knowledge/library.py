@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
-from html import escape
+from ..html import escape
+from ..html import frame as html_frame
 from pathlib import Path
 
 import pandas as pd
@@ -309,8 +310,9 @@ class Library:
             return f"<div><p>{escape(status.words)}</p></div>"
         shown = frame[["title", "file", "class", "enabled", "visibility", "always_include", "passages", "tokens",
                        "embedded", "index_state", "embed_state"]]
-        # to_html escapes every cell; imported titles and names stay inert text.
-        return f"<div><p>{escape(status.words)}</p>{shown.to_html(escape=True)}</div>"
+        # Every cell through engine.html (bidi overrides and NUL in imported
+        # titles and names are shown, not obeyed); the id column kept.
+        return f"<div><p>{escape(status.words)}</p>{html_frame(shown.reset_index())}</div>"
 
 
 def _failures(frame: pd.DataFrame, state: str, detail: str) -> list[dict]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
-from html import escape
+from ..html import escape
 
 import numpy as np
 
