@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..knowledge.chunking import ENTRY_BREAK
 from ..knowledge.intake import safe_filename
 from .detect import SILLYTAVERN, detect
 from .errors import BundleRefused
@@ -137,9 +138,12 @@ def _entry(row: dict, macros: Macros) -> Entry:
 
 
 def markdown(name: str, entries: list[Entry]) -> str:
-    """The entries as one Markdown document: a section per entry, keys first."""
+    """The entries as one Markdown document: a section per entry, keys first.
+    Each entry opens with the chunker's ENTRY_BREAK, so a heading inside one
+    entry never becomes the parent of the entries after it."""
     parts = [f"# {name}"]
     for e in entries:
+        parts.append(ENTRY_BREAK)
         parts.append(f"## {e.title or 'Untitled entry'}")
         if e.keys or e.secondary:
             parts.append("Keys: " + ", ".join(e.keys + e.secondary))

@@ -111,3 +111,24 @@ def test_a_source_from_an_older_chunker_is_named_until_reindexed(db):
     assert "older version of the chunker" in str(lib.status())
     lib.reindex(src["id"])
     assert lib.status().data["stale_chunking"] == [] and "older version" not in str(lib.status())
+
+
+def test_a_worldbook_imported_as_knowledge_files_each_entry_under_its_own_title(tmp_path):
+    """The reference's failure: an entry's own '# heading' parented every later entry."""
+    from engine import Workbench
+    from engine.bundle import facade
+
+    lighthouse = ("# Keeper's log\n\n" + "The lamp has been dark since the autumn storm, and the keeper counts "
+                  "the ships that pass without it. " * 6)
+    harbour = "Fishing boats crowd the quay at dawn while the harbour master counts every crate. " * 6
+    book = {"name": "Westhaven lore", "entries": {
+        "0": {"uid": 0, "key": ["lighthouse"], "comment": "The Lighthouse", "content": lighthouse},
+        "1": {"uid": 1, "key": ["harbour"], "comment": "The Harbour", "content": harbour}}}
+    wb = Workbench.open(tmp_path / "lore.db", background=False)
+    report = facade.import_sillytavern(wb, book, as_knowledge=True)
+    lib = Library(wb.db, report.campaign_id, progress=False)
+    (source_id,) = lib.list().index
+    passages = lib.passages(source_id)
+    quay = passages[passages.text.str.contains("Fishing boats")]
+    assert len(quay) and set(quay.heading) == {"Westhaven lore > The Harbour"}
+    wb.close()
