@@ -2,7 +2,7 @@
 that also displays itself in a notebook as a readable breakdown."""
 from __future__ import annotations
 
-from html import escape
+from ..html import escape  # html.escape, plus bidi controls, NUL and lone surrogates shown as code points
 
 __all__ = ["Report"]
 
@@ -11,7 +11,7 @@ _COLOURS = {"system": "#4c72b0", "story": "#55a868"}
 
 def _e(value) -> str:
     """Stored reports come back from imported bundles verbatim, so any field may hold markup."""
-    return escape(str(value), quote=True)
+    return escape(value)
 
 
 def _n(value) -> float:
