@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from html import escape
 
 import httpx
 
+from .. import html
 from . import window as windows
 from .endpoints import EndpointRefused, rejection_reason
 from .http import ResponseRefused, make_client, read_json
@@ -43,10 +43,9 @@ class ConnectionReport:
             ("how", self.window.get("detail", "")), ("budget", f"{self.budget:,} tokens"),
             ("estimate correction", self.window.get("ratio_detail") or "-"),
         ]
-        body = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in rows)
-        warn = f"<p style='color:#a15c00'>{escape(self.warning)}</p>" if self.warning else ""
-        fail = f"<p style='color:#b00020'>{escape(self.detail)}</p>" if self.detail else ""
-        return f"<div><table>{body}</table>{warn}{fail}</div>"
+        warn = html.tag("p", self.warning, style="color:#a15c00") if self.warning else ""
+        fail = html.tag("p", self.detail, style="color:#b00020") if self.detail else ""
+        return str(html.tag("div", html.key_values(rows) + warn + fail))
 
 
 def window_warning(window: windows.Window, budget: int, model: str) -> str | None:
