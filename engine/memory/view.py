@@ -1,12 +1,11 @@
 """`camp.memories`: the bank as a reader sees and edits it."""
 from __future__ import annotations
 
-from html import escape
-
 import pandas as pd
 from sqlalchemy import select
 
 from ..errors import NotAllowed, NotFound
+from ..html import escape  # html.escape, plus bidi controls, NUL and lone surrogates made visible
 from ..store import CampaignRow
 from ..store.memory_tables import MemoryRow
 from ..story import StoryTree
