@@ -13,7 +13,7 @@ from the rows everything else reads.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from sqlalchemy import text
@@ -62,13 +62,14 @@ def _stems(text: str) -> frozenset[str]:
     return frozenset(_porter().stemWords(_TOKEN.findall(text.lower())))
 
 
-def in_heading(heading: str, words: Sequence[str]) -> frozenset[int]:
-    """Indexes of the `words` a heading trail names (every token of the word,
-    stemmed as the index stems it, is in the heading)."""
+def in_heading(heading: str, words: Sequence[str], among: Iterable[int] | None = None) -> frozenset[int]:
+    """Indexes of the `words` (only those `among`, if given) a heading trail
+    names: every token of the word, stemmed as the index stems it, is in it."""
     if not heading:
         return frozenset()
     named = _stems(heading)
-    return frozenset(i for i, w in enumerate(words) if (s := _stems(w)) and s <= named)
+    indexes = range(len(words)) if among is None else among
+    return frozenset(i for i in indexes if (s := _stems(words[i])) and s <= named)
 
 
 def terms(query_text: str) -> list[str]:

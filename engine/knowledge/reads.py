@@ -76,9 +76,11 @@ def headings(session: Session, campaign_id: int, ids: Iterable[int]) -> dict[int
     listed = ", ".join(str(int(i)) for i in ids)
     if not listed:
         return {}
-    sql = f"SELECT id, heading, text FROM knowledge_passages WHERE id IN ({listed}) AND campaign_id = :campaign"
+    # Only texts holding a written heading line are read (a few in ten).
+    sql = (f"SELECT id, heading, CASE WHEN substr(text, 1, 3) = '## ' OR instr(text, char(10) || '## ') > 0 "
+           f"THEN text ELSE '' END FROM knowledge_passages WHERE id IN ({listed}) AND campaign_id = :campaign")
     return {r[0]: "\n".join([r[1] or "", *(line for line in r[2].split("\n") if line.startswith("## "))])
-            for r in rows(session, sql, {"campaign": campaign_id})}
+            if r[2] else r[1] or "" for r in rows(session, sql, {"campaign": campaign_id})}
 
 
 def load_sql(ids: Iterable[int]) -> str:

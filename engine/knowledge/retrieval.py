@@ -261,7 +261,7 @@ def _strengths(session, campaign_id: int, found: _Found) -> dict[int, float]:
     weights, doubled where its heading names them."""
     headings = reads.headings(session, campaign_id, [pid for pid, _ in found.lexical])
     return {pid: lexical_evidence(found.evidence.get(pid), found.weights,
-                                  fts.in_heading(headings.get(pid, ""), found.words))
+                                  fts.in_heading(headings.get(pid, ""), found.words, found.evidence.get(pid, ())))
             for pid, _ in found.lexical}
 
 
