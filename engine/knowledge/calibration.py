@@ -40,6 +40,7 @@ __all__ = [
     "Population",
     "ABOVE_OFF_TOPIC",
     "MIN_TARGETED_ABOVE",
+    "OFF_TOPIC_MARGIN",
     "RULES",
     "SEPARATE",
     "calibrate",

@@ -17,10 +17,13 @@ from .refusals import KnowledgeRefused
 __all__ = [
     "ALLOWED_EXTENSIONS",
     "DEFAULT_FILENAME",
+    "MAX_DECODING_CHAOS",
     "MAX_PASSAGES_PER_SOURCE",
     "MAX_SOURCE_BYTES",
     "MAX_SOURCES_PER_CAMPAIGN",
     "MEDIA_TYPES",
+    "MIN_DECODING_COHERENCE",
+    "WESTERN_CHAOS_SLACK",
     "Accepted",
     "accept",
     "decode",

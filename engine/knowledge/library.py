@@ -30,7 +30,7 @@ from .intake import MAX_SOURCE_BYTES, check_class, refuse_size, safe_filename
 from .refusals import KnowledgeRefused
 from .retrieval import Selection, retrieve
 
-__all__ = ["Library", "Status"]
+__all__ = ["EMBED_AT_IMPORT", "Library", "Status"]
 
 _DETAIL_LIMIT = 2000
 # Passages embedded before `add` returns; the rest is derived work. Measured
