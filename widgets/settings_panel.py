@@ -8,11 +8,10 @@ narrator, say) with the saved "local" setting.
 """
 from __future__ import annotations
 
-from html import escape
-
 import ipywidgets as w
 
 from engine import Campaign
+from engine.html import escape  # html.escape, plus bidi controls, NUL and lone surrogates made visible
 
 from .common import Message
 from .runner import Runner, describe_error
