@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
-from ..html import escape
-from ..html import frame as html_frame
 from pathlib import Path
 
 import pandas as pd
 from sqlalchemy import func, select
 
 from ..errors import NotFound
+from ..html import escape
+from ..html import frame as html_frame
 from ..store import CampaignRow, Database
 from ..store.knowledge_tables import KnowledgeEmbeddingRow, KnowledgePassageRow, KnowledgeSourceRow
 from ..store.models import utcnow

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
-from ..html import escape
 
 import numpy as np
 
 from ..context import tokens
+from ..html import escape
 from ..store import Database
 from . import fts, reads
 from .admission import Weights, lexical_admits, lexical_evidence, semantic_admits, weigh
