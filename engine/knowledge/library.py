@@ -107,6 +107,10 @@ class Library:
             return EmbeddingPass("", 0, 0, error)
         if embedder is None:
             return None
+        if limit == 0:  # catch_up reads 0 as "no limit"; here it means "not now"
+            with self.db.reading() as s:
+                waiting = pending_count(s, self.campaign_id, embedder.model_id)
+            return EmbeddingPass(embedder.model_id, 0, waiting)
         return catch_up(self.db, self.campaign_id, embedder, limit=limit, progress=self.progress)
 
     # ------------------------------------------------------------ import

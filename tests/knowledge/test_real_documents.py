@@ -145,3 +145,15 @@ def test_a_sixteen_megabyte_source_imports_with_progress_and_is_searchable(db, c
     assert "chunking" in capfd.readouterr().err  # the bar a reader watches
     found = lib.retrieve("The orc grapples me and I try to escape the grapple.", budget_tokens=2664)
     assert any("Grappling" in p.heading or "## " in p.text and "Grappling" in p.text for p in found.passages)
+
+
+def test_embedding_can_be_left_to_derived_work(db):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from knowledge_doubles import TopicEmbedder
+
+    lib = Library(db, new_campaign(db), lambda: TopicEmbedder(), progress=False)
+    summary = lib.add("lore.md", _read("openlore.md")[:20_000], embed_now=0)
+    assert summary["embedded"] == 0 and "remain pending" in summary["embedding"]
+    assert lib.embed_pending().remaining == 0 and lib.list()["embedded"].iloc[0] == summary["passages"]
