@@ -50,6 +50,7 @@ class SettingsPanel(w.VBox):
                                     min=0, max=64),
             "embedder": _field(w.Dropdown, "Embedder", options=EMBEDDERS),
             "embedding_model": _field(w.Text, "Embedding model", placeholder="nomic-embed-text (for My server)"),
+            "embedding_model_path": _field(w.Text, "Embedding GGUF", placeholder="~/models/nomic-embed-text.gguf"),
             "memory_enabled": w.Checkbox(description="Memory: write and recall memories", indent=False),
             "state_protocol": w.Checkbox(description="Narrative state: ask the narrator for state events",
                                          indent=False),
@@ -88,7 +89,7 @@ class SettingsPanel(w.VBox):
         """The endpoint fields only when something uses the endpoint."""
         narrator, embedder = self.controls["narrator"].value, self.controls["embedder"].value
         shown = {"endpoint_url": "endpoint" in (narrator, embedder), "model": narrator == "endpoint",
-                 "embedding_model": embedder == "endpoint"}
+                 "embedding_model": embedder == "endpoint", "embedding_model_path": embedder == "gguf"}
         for name, show in shown.items():
             self.controls[name].layout.display = "" if show else "none"
 

@@ -44,6 +44,16 @@ def test_endpoint_fields_show_only_for_a_server(app):
     assert c["endpoint_url"].layout.display == "" and c["model"].layout.display == ""
     c["narrator"].value, c["embedder"].value = "local", "endpoint"
     assert c["endpoint_url"].layout.display == "" and c["embedding_model"].layout.display == ""
+    c["embedder"].value = "gguf"
+    assert c["embedding_model_path"].layout.display == "" and c["embedding_model"].layout.display == "none"
+
+
+def test_a_gguf_embedder_without_its_file_is_refused_in_words(app, wb):
+    settings = panel(app, "Settings")
+    settings.controls["embedder"].value = "gguf"
+    settings.apply.click()
+    assert "embedding_model_path" in settings.message.value and "role='alert'" in settings.message.value
+    assert wb.settings.embedder == "local"
 
 
 def test_a_new_save_clears_the_old_connection_report(app):
