@@ -2,6 +2,7 @@
 that also displays itself in a notebook as a readable breakdown."""
 from __future__ import annotations
 
+from .. import html
 from ..html import escape  # html.escape, plus bidi controls, NUL and lone surrogates shown as code points
 
 __all__ = ["Report"]
@@ -39,36 +40,26 @@ class Report(dict):
         return out
 
     def _repr_html_(self) -> str:
-        t = _d(self.get("tokens"))
+        t, w, h, prompt = (_d(self.get(key)) for key in ("tokens", "window", "history", "prompt"))
         budget = max(1, _n(t.get("budget")) or 1)
         sections = [_d(s) for s in self.get("sections") or [] if isinstance(self.get("sections"), list)]
-        bars = "".join(
-            f"<div title='{_e(s.get('name'))}: {_e(s.get('tokens'))} tokens' style='display:inline-block;height:14px;"
-            f"width:{100 * _n(s.get('tokens')) / budget:.2f}%;background:{_COLOURS.get(str(s.get('part')), '#999')};"
-            "border-right:1px solid white'></div>"
-            for s in sections)
-        reserve = (_n(t.get("output_reserve", 0)) + _n(t.get("safety_reserve", 0))) / budget * 100
-        bars += (f"<div title='reply and safety reserve' style='display:inline-block;height:14px;width:{reserve:.2f}%;"
-                 "background:#dd8452'></div>")
-        rows = "".join(
-            f"<tr><td>{_e(s.get('part'))}</td><td>{_e(s.get('name'))}</td><td style='text-align:right'>{_c(s.get('tokens'))}"
-            f"</td><td>{_e(s.get('why', ''))}</td></tr>" for s in sections)
-        w = _d(self.get("window"))
-        h = _d(self.get("history"))
-        head = (f"<p>{_c(t.get('total', 0))} prompt tokens of a {_c(budget)}-token budget "
-                f"(configured {_c(t.get('configured_budget', budget))}; window {_e(w.get('tokens') or 'unknown')}, "
-                f"{'verified' if w.get('verified') else 'not verified'} via {_e(w.get('source'))}); "
-                f"reply {_c(t.get('output_reserve', 0))}, safety reserve {_c(t.get('safety_reserve', 0))}. "
-                f"History: {_e(h.get('included', 0))} of {_e(h.get('total', 0))} nodes, floor depth "
-                f"{_e(h.get('floor_depth'))}, block {_e(h.get('trim_block'))}.</p>")
-        head += _ratio_line(t, w)
-        prompt = _d(self.get("prompt"))
-        raw = (f"<details><summary>The exact prompt</summary><pre style='white-space:pre-wrap'>"
-               f"<b>system</b>\n{_e(prompt.get('system', ''))}\n\n<b>story</b>\n{_e(prompt.get('story', ''))}"
-               "</pre></details>")
-        return (f"<div class='context-report'>{head}<div style='width:100%;background:#eee'>{bars}</div>"
-                "<table><tr><th>part</th><th>section</th><th>tokens</th><th>why</th></tr>"
-                f"{rows}</table>{raw}</div>")
+        reserve = _n(t.get("output_reserve", 0)) + _n(t.get("safety_reserve", 0))
+        bars = html.bars([(f"{s.get('name')}: {s.get('tokens')} tokens", s.get("tokens"),
+                           _COLOURS.get(str(s.get("part")), "#999")) for s in sections]
+                         + [("reply and safety reserve", reserve, "#dd8452")], budget)
+        rows = html.table(([s.get("part"), s.get("name"), html.count(s.get("tokens")), s.get("why", "")]
+                           for s in sections), header=["part", "section", "tokens", "why"], right=[2])
+        head = html.fragment(
+            "<p>{} prompt tokens of a {}-token budget (configured {}; window {}, {} via {}); reply {}, safety "
+            "reserve {}. History: {} of {} nodes, floor depth {}, block {}.</p>",
+            html.count(t.get("total", 0)), html.count(budget), html.count(t.get("configured_budget", budget)),
+            w.get("tokens") or "unknown", "verified" if w.get("verified") else "not verified", w.get("source"),
+            html.count(t.get("output_reserve", 0)), html.count(t.get("safety_reserve", 0)),
+            h.get("included", 0), h.get("total", 0), h.get("floor_depth"), h.get("trim_block"))
+        exact = html.fragment("<b>system</b>\n{}\n\n<b>story</b>\n{}", prompt.get("system", ""), prompt.get("story", ""))
+        raw = html.details("The exact prompt", html.tag("pre", exact, style="white-space:pre-wrap"))
+        # _ratio_line escapes each value it shows, so its markup is trusted here.
+        return str(html.tag("div", head + html.Html(_ratio_line(t, w)) + bars + rows + raw, cls="context-report"))
 
 
 def _ratio_line(tokens: dict, window: dict) -> str:
