@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from hostile import PAYLOADS
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from narrators import BagOfWordsEmbedder, ScriptedNarrator
 
 from engine import Workbench
@@ -176,3 +178,17 @@ def test_the_rendering_module_escapes_every_helper(payload):
 def test_refuses_to_build_a_tag_outside_its_list():
     with pytest.raises(ValueError, match="does not build <script>"):
         views.tag("script", "x")
+
+
+@settings(max_examples=600, deadline=None, derandomize=True, database=None)
+@given(st.text(alphabet=st.characters(codec=None), max_size=80))
+def test_any_text_comes_back_as_the_same_characters_and_nothing_else(value):
+    """For any string: no markup survives, and what a browser would show is the
+    string itself with only hidden characters replaced by their code point."""
+    markup = str(views.tag("p", value, title=value))
+    parsed = _Collector()
+    parsed.feed(markup)
+    parsed.close()
+    assert [tag for tag, _ in parsed.tags] == ["p"]
+    assert [name for name, _ in parsed.tags[0][1]] == ([] if value == "" else ["title"])
+    assert "".join(parsed.text) == views._visible(value)
