@@ -14,7 +14,8 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "bundle"))
 from campaigns import build_rich, configure  # noqa: E402
 from reference_files import v3  # noqa: E402
 
-__all__ = ["PAYLOADS", "SCENARIO", "WORLD_INFO", "build_rich", "census", "configure", "v3"]
+__all__ = ["CHARACTER_CARD", "KOBOLD_SAVE", "NOVELAI_LOREBOOK", "PAYLOADS", "SCENARIO", "WORLD_INFO", "build_rich",
+           "census", "configure", "v3"]
 
 # What an attacker types into a title, a card, a server's model list or a
 # stored report; each must come out of every view as text.
@@ -44,6 +45,23 @@ WORLD_INFO = {
     "entries": {"0": {"uid": 0, "key": ["harbour"], "keysecondary": [], "comment": "Harbour",
                       "content": "Ice closes the harbour every winter.", "constant": False, "order": 10,
                       "position": 0, "disable": False}},
+}
+
+CHARACTER_CARD = {
+    "spec": "chara_card_v2", "spec_version": "2.0",
+    "data": {"name": "Mara", "description": "An innkeeper.", "personality": "wary", "scenario": "A frozen port.",
+             "first_mes": "Mara looks up from the bar.", "mes_example": "", "creator_notes": "", "tags": [],
+             "character_book": {"entries": [{"keys": ["bar"], "content": "The bar is oak.", "enabled": True}]}},
+}
+KOBOLD_SAVE = {
+    "gamestarted": True, "prompt": "The harbour is frozen.", "memory": "You are a smith.",
+    "authorsnote": "Cold.", "actions": ["> You light the forge.", "The forge roars."],
+    "worldinfo": [{"key": "forge", "content": "The forge never goes out.", "constant": False}],
+}
+NOVELAI_LOREBOOK = {
+    "lorebookVersion": 5,
+    "entries": [{"text": "Ice closes the harbour.", "displayName": "Harbour", "keys": ["harbour"], "enabled": True}],
+    "categories": [],
 }
 
 

@@ -14,12 +14,23 @@ import resource
 import time
 
 import pytest
-from hostile import PAYLOADS, SCENARIO, WORLD_INFO, build_rich, census, configure, v3
+from hostile import (
+    CHARACTER_CARD,
+    KOBOLD_SAVE,
+    NOVELAI_LOREBOOK,
+    PAYLOADS,
+    SCENARIO,
+    WORLD_INFO,
+    build_rich,
+    census,
+    configure,
+    v3,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import Workbench
-from engine.bundle import BundleRefused, facade, load, validate
+from engine.bundle import BundleRefused, facade, interop, load, validate
 from engine.errors import WorkbenchError
 
 pytestmark = pytest.mark.fuzz
@@ -166,8 +177,10 @@ def test_importing_any_mutation_is_total(exports, target, tmp_path_factory):
 
 @pytest.mark.parametrize("importer, document", [
     (facade.import_ai_dungeon, SCENARIO), (facade.import_ai_dungeon, SCENARIO["storyCards"]),
-    (facade.import_sillytavern, WORLD_INFO),
-], ids=["AI Dungeon scenario", "AI Dungeon cards", "SillyTavern World Info"])
+    (facade.import_sillytavern, WORLD_INFO), (interop.import_file, CHARACTER_CARD),
+    (interop.import_file, KOBOLD_SAVE), (interop.import_file, NOVELAI_LOREBOOK),
+], ids=["AI Dungeon scenario", "AI Dungeon cards", "SillyTavern World Info", "character card", "KoboldAI save",
+        "NovelAI lorebook"])
 def test_other_tools_files_are_total(importer, document, target, tmp_path_factory):
     folder = tmp_path_factory.mktemp("fuzz-other")
 
