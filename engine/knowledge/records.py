@@ -9,7 +9,14 @@ __all__ = ["Retrieved"]
 @dataclass(frozen=True)
 class Retrieved:
     """A passage that survived admission, with everything needed to show it,
-    price it and explain afterwards why it was there."""
+    price it and explain afterwards why it was there.
+
+    It is also the one candidate type: anything else that should compete for
+    the knowledge budget (a story card whose key fired, say) is a Retrieved
+    too. Ranking reads `evidence` and `cosine` (either may be None; see
+    ranking.relevance), `classification` and `always`; the budget and the
+    framing read `text`, `heading`, `filename` or `title`, `number` and
+    `hidden`. Give it a `passage_id` no real passage has."""
 
     passage_id: int
     source_id: int
