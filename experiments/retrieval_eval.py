@@ -29,6 +29,8 @@ __all__ = [
     "DATA_DIR",
     "LABELS_FILE",
     "Labels",
+    "admission_sweep",
+    "candidates",
     "evaluate",
     "export_pairs",
     "is_relevant",
@@ -197,6 +199,59 @@ def per_document(frame: pd.DataFrame, labels: Labels) -> pd.DataFrame:
     grouped["class"] = [docs[d]["class"] for _, d in grouped.index]
     grouped["kind"] = [docs[d].get("kind", "") for _, d in grouped.index]
     return grouped
+
+
+# ---------------------------------------------------------------- admission sweep
+def candidates(camp, labels: Labels) -> pd.DataFrame:
+    """Every candidate each scene's search produced, before admission: its
+    lexical evidence, the scene's own lexical weight, its cosine, and whether
+    it is relevant. What the admission constants are chosen on; it runs the
+    engine's own search step (retrieval._search), nothing re-implemented."""
+    from engine.knowledge import retrieval
+
+    passages, embedder, db = _passages(camp), camp.workbench.embedder_or_none(), camp.knowledge.db
+    scenes = [("targeted", t) for t in labels.targeted] + [
+        ("off_topic", {"id": f"off-{i + 1:02d}", "document": "", "scene": s}) for i, s in enumerate(labels.off_topic)]
+    rows = []
+    for kind, scene in scenes:
+        found = retrieval._search(db, camp.id, _query(scene["scene"]), embedder, None, frozenset(), [])
+        cosines = dict(found.sem.hits)
+        for pid in set(cosines) | {p for p, _ in found.lexical}:
+            rows.append({"kind": kind, "id": scene["id"], "passage_id": pid,
+                         "relevant": kind == "targeted" and is_relevant(scene, *passages[pid], labels.documents),
+                         "evidence": found.strength.get(pid, 0.0), "query_weight": found.weights.query,
+                         "cosine": cosines.get(pid, 0.0)})
+    return pd.DataFrame(rows)
+
+
+def admission_sweep(table: pd.DataFrame, shares: Sequence[float] = (0.3, 0.45, 0.6, 0.75),
+                    caps: Sequence[float] = (12, 14, 18), floors: Sequence[float] = (0.40, 0.44, 0.48),
+                    shown: dict[int, int] | None = None) -> pd.DataFrame:
+    """Hit rate, precision and everyday scenes admitting anything for other
+    admission constants, on `candidates`. The budget is stood in for by the
+    `shown` best passages per scene ({4096: 2, 16384: 8}: about what fits),
+    after the same ranking and relative cut as the engine's."""
+    from engine.knowledge.admission import LEXICAL_MIN_EVIDENCE
+    from engine.knowledge.ranking import EVIDENCE_SCALE, RELATIVE_CUT
+
+    shown = shown or {4096: 2, 16384: 8}
+    n_targeted = table[table.kind == "targeted"].id.nunique()
+    rows = []
+    for share, cap, floor in ((a, b, c) for a in shares for b in caps for c in floors):
+        bar = (share * table.query_weight).clip(lower=LEXICAL_MIN_EVIDENCE, upper=cap)
+        admitted = table[((table.evidence > 0) & (table.evidence >= bar)) | (table.cosine >= floor)]
+        scored = admitted.assign(score=EVIDENCE_SCALE * admitted.evidence + admitted.cosine)
+        scored = scored[scored.score >= RELATIVE_CUT * scored.groupby("id").score.transform("max")]
+        row = {"share": share, "cap": cap, "floor": floor}
+        for window, k in shown.items():
+            top = scored.sort_values(["id", "score"], ascending=[True, False]).groupby("id").head(k)
+            targeted = top[top.kind == "targeted"]
+            row[f"hits_{window}"] = int(targeted.groupby("id").relevant.any().sum())
+            row[f"hit_rate_{window}"] = round(row[f"hits_{window}"] / max(n_targeted, 1), 3)
+            row[f"precision_{window}"] = round(float(targeted.relevant.mean()), 3) if len(targeted) else 1.0
+            row[f"off_topic_{window}"] = int(top[top.kind == "off_topic"].id.nunique())
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------- pair set

@@ -87,5 +87,24 @@ def test_the_notebook_runs_with_small_parameters(tmp_path):
     assert m["embedding_model"].lower().endswith("minilm-l6-v2") and m["semantic_floor"] is not None
     assert w["targeted"] == 3 and w["off_topic"] == 4 and 0 <= w["hit_rate"] <= 1
     assert w["targeted_hits"] >= 2 and w["off_topic_admitting"] == 0
+    assert m["admission_sweep"] and {"share", "cap", "floor", "hits_4096"} <= set(m["admission_sweep"][0])
     fits = {r["target"]: r["fits_share"] for r in m["passage_sizes"]}
     assert fits[256] > fits[800]
+
+
+def test_the_admission_sweep_trades_hits_for_everyday_admissions():
+    table = pd.DataFrame([
+        # a targeted scene whose relevant passage only a low floor admits
+        {"kind": "targeted", "id": "t1", "passage_id": 1, "relevant": True, "evidence": 0.0, "query_weight": 20.0,
+         "cosine": 0.42},
+        # a targeted scene found lexically
+        {"kind": "targeted", "id": "t2", "passage_id": 2, "relevant": True, "evidence": 15.0, "query_weight": 20.0,
+         "cosine": 0.2},
+        # an everyday scene near one passage
+        {"kind": "off_topic", "id": "o1", "passage_id": 3, "relevant": False, "evidence": 0.0, "query_weight": 30.0,
+         "cosine": 0.41},
+    ])
+    sweep = ev.admission_sweep(table, shares=(0.6,), caps=(14,), floors=(0.40, 0.44), shown={4096: 2})
+    low, high = sweep.iloc[0], sweep.iloc[1]
+    assert (low.hits_4096, low.off_topic_4096) == (2, 1)
+    assert (high.hits_4096, high.off_topic_4096, high.precision_4096) == (1, 0, 1.0)
