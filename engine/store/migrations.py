@@ -145,11 +145,17 @@ def migrate(db: Connection, path: str = "") -> int:
             "the workbench (pip install -U story-workbench) rather than open it with this one. "
             "Nothing was changed."
         )
-    for number, step in enumerate(MIGRATIONS[current:], start=current + 1):
-        db.execute("BEGIN")
+    while current < LATEST:
+        # The write lock first, then the version read again inside it: a
+        # second process opening the same new file waits here and then finds
+        # the step done, instead of running it twice ("duplicate column").
+        db.execute("BEGIN IMMEDIATE")
         try:
-            step(db)
-            db.execute(f"PRAGMA user_version = {number}")
+            current = version_of(db)
+            if current < LATEST:
+                MIGRATIONS[current](db)
+                current += 1
+                db.execute(f"PRAGMA user_version = {current}")
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
