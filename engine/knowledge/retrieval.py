@@ -11,7 +11,7 @@ narrows it to the lexical path and says so in `semantic_note`.
 """
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -283,7 +283,8 @@ def _facts(found: _Found, query_text: str) -> dict:
 
 def retrieve(db: Database, campaign_id: int, query_text: str, *, embedder, budget_tokens: int,
              context_tokens: int | None = None, exclude: Collection[int] = (), standing: Iterable[str] = (),
-             query_vector: np.ndarray | None = None) -> Selection:
+             query_vector: np.ndarray | None = None, lore: Sequence[Retrieved] = (),
+             lore_facts: Sequence[dict] = ()) -> Selection:
     """The imported knowledge for a scene.
 
     `query_text` is the scene (see `scene_query`). `budget_tokens` is the
@@ -293,18 +294,23 @@ def retrieve(db: Database, campaign_id: int, query_text: str, *, embedder, budge
     Canon takes at most ALWAYS_SHARE of it. `exclude` holds passage ids to
     leave out. `standing` holds names that are in every scene (cast, places);
     the campaign's protagonist is added. `query_vector`, if given, must come
-    from `embedder`'s model and replaces the query embedding call.
+    from `embedder`'s model and replaces the query embedding call. `lore`
+    holds story cards that fired by their keys (`engine.cards`), priced under
+    the same budget: named outright by the scene, they go ahead of passages
+    found by search, as keyword lore does in every peer tool; `lore_facts`
+    is their provenance for the report.
     """
     found = _search(db, campaign_id, query_text, embedder, query_vector, frozenset(int(i) for i in exclude),
                     standing)
     strong, weak = cut(rank(normalise(_scored(found))))
     kept, suppressed = suppress(strong, found.sem.vectors_of(found.loaded))
+    kept = [*lore, *kept]
     whole = context_tokens if context_tokens is not None else budget_tokens
     allotment = allot(kept, knowledge_tokens=int(max(0, budget_tokens) * KNOWLEDGE_SHARE),
                       always_tokens=int(max(0, whole) * ALWAYS_SHARE))
-    facts = {**_facts(found, query_text), "below_cut": [p.record() for p in weak]}
-    return _assemble(tuple(kept), tuple(suppressed), allotment, found.library.enabled > 0, found.library.hidden,
-                     facts)
+    facts = {**_facts(found, query_text), "below_cut": [p.record() for p in weak], "cards_fired": list(lore_facts)}
+    return _assemble(tuple(kept), tuple(suppressed), allotment, found.library.enabled > 0 or bool(lore),
+                     found.library.hidden, facts)
 
 
 def _scored(found: _Found) -> list[Retrieved]:
@@ -355,11 +361,15 @@ def _report(facts: dict, a: Allotment, suppressed: Iterable[Retrieved], static: 
 
 def _summary(r: dict) -> str:
     """The report in one paragraph of words."""
+    cards = r.get("cards_fired") or []
+    fired = (f"{len(cards)} story card(s) fired by their keys: "
+             + ", ".join(f"{c['title']} ({c['found_in']}: {c['key'] or 'always'})" for c in cards[:8]) + ". ") \
+        if cards else ""
     if not r["sources"]:
-        return "The campaign has no enabled knowledge sources."
-    found = [u["found_by"] for u in r["used"]]
+        return fired + "The campaign has no enabled knowledge sources."
+    found = [u["found_by"] for u in r["used"] if u["passage_id"] > 0]
     kinds = ", ".join(f"{found.count(k)} {k}" for k in ("always", "both", "lexical", "semantic") if k in found)
-    text = (f"{len(found)} passage(s) used ({kinds})" if found else "No passage used") + (
+    text = fired + (f"{len(found)} passage(s) used ({kinds})" if found else "No passage used") + (
         f" of {r['generated']} candidate(s) searched; {r['rejected']} had no evidence"
         f", {len(r.get('below_cut', []))} scored far below the best"
         f", {len(r['suppressed'])} repeated a better one, {len(r['dropped'])} did not fit the budget. "

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from .. import context, knowledge, memory, narrative
+from .. import cards, context, knowledge, memory, narrative
 from ..errors import NarratorError, NotAllowed, TurnCancelled, TurnFailed
 from ..memory.derived import status as derived_status
 from ..providers import Narrator, Prompt, Reasoning, Status, Text, Usage
@@ -100,15 +100,19 @@ def brief_of(campaign: CampaignRow) -> context.Brief:
 
 def _knowledge(session, db: Database, campaign: CampaignRow, path, settings: Settings, window: Window,
                embedder, state: dict, pending: str):
-    """The imported passages relevant to the recent story (None when the campaign has no library)."""
-    if not knowledge.has_sources(session, campaign.id):
+    """The imported passages relevant to the recent story, and the story cards
+    whose keys it names (None when the campaign has neither)."""
+    library = knowledge.has_sources(session, campaign.id)
+    recent = memory.bank.recent_story(session, path, max(knowledge.QUERY_STORY_TEXTS, cards.SCAN_DEPTH))
+    fired = cards.lore_for(session, campaign.id, recent[-cards.SCAN_DEPTH:], pending)
+    if not library and not fired:
         return None
-    story = memory.bank.recent_story(session, path, knowledge.QUERY_STORY_TEXTS)
-    story += [pending] if pending else []
+    story = recent[-knowledge.QUERY_STORY_TEXTS:] + ([pending] if pending else [])
     names = [e.get("name", "") for e in (state.get("entities") or {}).values() if isinstance(e, dict)]
     budget = effective_budget(settings.context_budget, window)
     return knowledge.retrieve(db, campaign.id, knowledge.scene_query(story, [n for n in names if n]),
-                              embedder=embedder, budget_tokens=budget, context_tokens=budget, standing=names)
+                              embedder=embedder, budget_tokens=budget, context_tokens=budget, standing=names,
+                              lore=[f.to_retrieved() for f in fired], lore_facts=[f.record() for f in fired])
 
 
 def _gather(session, db: Database, campaign_id: int, path, settings: Settings, embedder,
