@@ -218,7 +218,9 @@ def _section_tokens(sections) -> dict[str, int]:
     for section in sections or []:
         name = section.get("name", "")
         for column, names in SECTION_COLUMNS.items():
-            if name in names or (column == "tok_knowledge" and name.startswith("knowledge")):
+            # The library's sections are named by class (knowledge_rule,
+            # imported_canon, imported_reference, ...), not listed one by one.
+            if name in names or (column == "tok_knowledge" and name.startswith(("knowledge", "imported_"))):
                 out[column] += section.get("tokens") or 0
                 break
     return out

@@ -61,6 +61,7 @@ def test_a_constant_card_is_always_in_force_and_a_disabled_one_never(played):
     camp.act("I ask about Mara.")
     assert LAW in _prompt(narrator) and SECRET not in _prompt(narrator)
     assert LAW in narrator.prompts[-1].system                      # always-in-force Canon sits in the system block
+    assert camp.records()["tok_knowledge"].iloc[-1] > 0             # and is counted as knowledge
 
 
 def test_a_campaign_without_cards_or_sources_has_no_knowledge_section(played):
