@@ -3,9 +3,10 @@ and a table of rows with every cell escaped."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from html import escape
 
 import ipywidgets as w
+
+from engine.html import escape
 
 from .runner import describe_error
 

@@ -8,9 +8,10 @@ flags and tooltips that say why a button cannot be used right now.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from html import escape
 
 import ipywidgets as w
+
+from engine.html import escape
 
 __all__ = ["Availability", "Controls"]
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import io
 import threading
-from html import escape
 
 import ipywidgets as w
 
 from engine import Campaign
+from engine.html import escape
 
 from .runner import describe_error
 
@@ -25,13 +25,20 @@ _KNOWN = ("name", "tokens", "why")
 _PART_COLOURS = {"system": "#4c72b0", "story": "#55a868"}
 
 
+def _tokens(section) -> int:
+    """A section's token count, or 0 for whatever a crafted or damaged stored
+    report holds there instead (a bundle's report is kept verbatim)."""
+    value = section.get("tokens") if isinstance(section, dict) else None
+    return int(value) if isinstance(value, int | float) and value == value and abs(value) < 10**12 else 0
+
+
 def section_chart(sections: list[dict]) -> bytes:
     """A horizontal bar chart of token cost per section, as PNG bytes."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     names = [str(s.get("name", "?")) for s in sections]
-    costs = [int(s.get("tokens") or 0) for s in sections]
+    costs = [_tokens(s) for s in sections]
     fig = Figure(figsize=(6, 0.45 * len(sections) + 0.9), dpi=90)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -59,14 +66,14 @@ def sections_table(sections: list[dict], estimate: int | None = None) -> str:
     head = "".join(f"<th style='text-align:left;padding-right:1em'>{escape(c)}</th>" for c in columns)
     rows = []
     for s in sections:
-        cells = [escape(str(c)) for c in (s.get("name", ""), f"{int(s.get('tokens') or 0):,}", s.get("why", ""),
+        cells = [escape(str(c)) for c in (s.get("name", ""), f"{_tokens(s):,}", s.get("why", ""),
                                           *(s.get(k, "") for k in extra))]
         if folded:
             cells.append(f"<details><summary>show</summary><pre style='white-space:pre-wrap;max-width:40em'>"
                          f"{escape(str(s.get('text', '')))}</pre></details>")
         rows.append("<tr>" + "".join(f"<td style='padding-right:1em;vertical-align:top'>{c}</td>" for c in cells)
                     + "</tr>")
-    total = sum(int(s.get("tokens") or 0) for s in sections)
+    total = sum(_tokens(s) for s in sections)
     if isinstance(estimate, int) and estimate > total:
         rows.append(f"<tr><td>framing</td><td>{estimate - total:,}</td><td>the chat template's role markers and "
                     "the separators between sections, counted in the estimate but in no section</td></tr>")

@@ -8,11 +8,11 @@ runs through the app's runner like a turn, never beside one.
 from __future__ import annotations
 
 import threading
-from html import escape
 
 import ipywidgets as w
 
 from engine import Campaign
+from engine.html import escape
 from engine.knowledge.classes import CLASS_LABELS, CLASSES
 
 from .common import Confirm, Message, attempt, table_html

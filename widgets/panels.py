@@ -12,11 +12,11 @@ lists any other campaign attribute until it has a panel of its own.
 from __future__ import annotations
 
 from collections.abc import Callable
-from html import escape
 
 import ipywidgets as w
 
 from engine import Campaign
+from engine.html import escape
 
 from .inspector import ContextInspector
 from .knowledge_panel import KnowledgePanel

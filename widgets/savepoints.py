@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from html import escape
 
 import ipywidgets as w
 
 from engine import Campaign
+from engine.html import escape
 
 from .runner import describe_error
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import threading
-from html import escape
 
 import ipywidgets as w
 
 from engine import Campaign
+from engine.html import escape
 from engine.narrative.events import LABELS, SPECS, fields_of
 
 from .common import Message

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import threading
 import time
-from html import escape
 
 import ipywidgets as w
 
 from engine import display
+from engine.html import escape
 
 __all__ = ["StoryView"]
 

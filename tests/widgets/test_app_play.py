@@ -1,14 +1,13 @@
 """Clicking the app's controls drives the engine and updates the view."""
 from __future__ import annotations
 
-import html
-
 import pytest
 from helpers import census, texts
 from narrators import BlockingNarrator, FailingNarrator, ScriptedNarrator
 from widget_helpers import enabled, html_values, story
 
 from engine import NarratorUnavailable, TurnCancelled, TurnFailed, WorkbenchError
+from engine.html import escape
 from widgets import CampaignApp
 from widgets.runner import describe_error
 
@@ -151,7 +150,7 @@ def test_a_window_too_small_is_refused_in_words(wb, camp):
         camp.act("wait")
     app = CampaignApp(camp, threaded=False)
     app.send("wait")
-    assert html.escape(str(refused.value)) in app.controls.status.value and len(texts(camp)) == 1
+    assert escape(str(refused.value)) in app.controls.status.value and len(texts(camp)) == 1
     assert "window" in str(refused.value)
 
 
