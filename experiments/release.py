@@ -175,6 +175,7 @@ def recover(bundle_path: str, workdir: Path) -> tuple[str, int]:
     if fresh.parent.exists():
         for f in fresh.parent.iterdir():
             f.unlink()
+    fresh.parent.mkdir(parents=True, exist_ok=True)  # the workbench never creates folders itself
     code = f"""
 import sys
 sys.path.insert(0, {str(ROOT)!r})
