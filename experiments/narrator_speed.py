@@ -86,7 +86,9 @@ def worker(model: str | None = None) -> dict:
     for system, story in scenes():
         started = time.perf_counter()
         first, produced, usage = None, 0, None
-        for chunk in narrator.execute(Prompt(system, story, max_tokens=REPLY)):
+        # task="measure" sends the story as written (no continuation hint), so
+        # both halves send byte-identical messages and their cache figures compare.
+        for chunk in narrator.execute(Prompt(system, story, max_tokens=REPLY, task="measure")):
             if isinstance(chunk, Text):
                 first = first or time.perf_counter()
                 produced += 1
