@@ -14,9 +14,8 @@ from typing import Any
 from .detect import NOVELAI
 from .errors import BundleRefused
 from .ledger import account
-from .native import read_v1
 from .plan import Notes, Plan
-from .sillytavern import Entry, book_parts, refuse_unless
+from .sillytavern import Entry, book_parts, book_plan, refuse_unless
 
 __all__ = ["FORMAT_NAME", "read_novelai"]
 
@@ -75,13 +74,7 @@ def read_novelai(data: Any, *, as_knowledge: bool = False, attach: bool = False,
         kept = [t for e, t in zip(entries, types, strict=True) if e.title.strip() or e.content.strip() or e.keys]
         for card, category in zip(cards, kept, strict=True):
             card.card_type = category
-    if attach:
-        return Plan(format=FORMAT_NAME, campaign=None, knowledge=knowledge, cards=cards, notes=notes)
-    plan = read_v1({"campaign": {"title": name}, "branches": [{"id": 1, "parent": None}], "nodes": []},
-                   format_name=FORMAT_NAME)
-    plan.knowledge, plan.cards = knowledge, cards
-    plan.notes.merge(notes)
-    return plan
+    return book_plan(FORMAT_NAME, name, knowledge, cards, notes, attach)
 
 
 def _entry(row: dict, categories: dict) -> tuple[Entry, str]:

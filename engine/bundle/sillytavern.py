@@ -27,7 +27,7 @@ from .library import card_keys, read_cards, read_knowledge
 from .native import read_v1
 from .plan import Notes, Plan
 
-__all__ = ["FORMAT_NAME", "Entry", "book_parts", "entries_of", "markdown", "read_sillytavern", "refuse_unless"]
+__all__ = ["FORMAT_NAME", "Entry", "book_parts", "book_plan", "entries_of", "markdown", "read_sillytavern", "refuse_unless"]
 
 FORMAT_NAME = "SillyTavern World Info"
 # Fields a card here carries, in either dialect.
@@ -163,10 +163,16 @@ def read_sillytavern(data: Any, *, as_knowledge: bool = False, attach: bool = Fa
     name = name or fallback_title or "World Info"
     macros.report(notes)
     knowledge, cards = book_parts(name, entries, as_knowledge, classification, notes, origin=f"{FORMAT_NAME}: {name}")
+    return book_plan(FORMAT_NAME, name, knowledge, cards, notes, attach)
+
+
+def book_plan(format_name: str, name: str, knowledge, cards, notes, attach: bool) -> Plan:
+    """A lorebook's cards or knowledge, to add to a campaign (`attach`) or as
+    a new campaign with no story of its own, titled after the book."""
     if attach:
-        return Plan(format=FORMAT_NAME, campaign=None, knowledge=knowledge, cards=cards, notes=notes)
+        return Plan(format=format_name, campaign=None, knowledge=knowledge, cards=cards, notes=notes)
     plan = read_v1({"campaign": {"title": name}, "branches": [{"id": 1, "parent": None}], "nodes": []},
-                   format_name=FORMAT_NAME)
+                   format_name=format_name)
     plan.knowledge, plan.cards = knowledge, cards
     plan.notes.merge(notes)
     return plan

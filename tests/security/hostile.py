@@ -5,13 +5,12 @@ and a reference-format v3 file), so a fuzzer mutates what real users carry.
 """
 from __future__ import annotations
 
-import sqlite3
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "bundle"))
 
-from campaigns import build_rich, configure  # noqa: E402
+from campaigns import build_rich, census, configure  # noqa: E402
 from reference_files import v3  # noqa: E402
 
 __all__ = ["CHARACTER_CARD", "KOBOLD_SAVE", "NOVELAI_LOREBOOK", "PAYLOADS", "SCENARIO", "WORLD_INFO", "build_rich",
@@ -64,12 +63,3 @@ NOVELAI_LOREBOOK = {
     "categories": [],
 }
 
-
-def census(path) -> dict[str, int]:
-    """Rows in every table of the file, shadow and virtual tables included."""
-    con = sqlite3.connect(path)
-    try:
-        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-        return {n: con.execute(f'SELECT count(*) FROM "{n}"').fetchone()[0] for n in names}
-    finally:
-        con.close()
