@@ -16,7 +16,7 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from ..errors import NotADatabase, NotFound
+from ..errors import NotADatabase, NotFound, WorkbenchError
 from .migrations import migrate
 
 __all__ = ["Database"]
@@ -26,10 +26,12 @@ __all__ = ["Database"]
 BUSY_TIMEOUT_MS = 10_000
 # Three processes opening one brand-new file at once: each read the schema
 # version before another's first step committed, and 15-21 of 60 opens failed
-# ("table campaigns already exists", "database is locked"). Every step is its
-# own transaction, so reading the version again and going on is exact; the
-# pauses grow so the processes fall out of step. 40 attempts cover ~10 s.
-MIGRATION_ATTEMPTS = 40
+# ("table campaigns already exists", "database is locked"). Each migration step
+# now takes the write lock and reads the version inside it, so a racing opener
+# waits (busy_timeout) and then finds the step done; a few attempts remain for
+# the journal-mode switch of a file another process is creating. Each attempt
+# can wait the whole busy timeout, so a file held locked fails in ~30 s, not 400.
+MIGRATION_ATTEMPTS = 3
 
 
 def _pragmas(dbapi_connection: sqlite3.Connection, _record: object) -> None:
@@ -59,12 +61,22 @@ def _open_and_migrate(path: Path) -> int:
     raw = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     try:
         return _migrate_racing(raw, path)
+    except sqlite3.OperationalError as exc:
+        if not _lost_race(exc):
+            raise _not_a_database(path, exc) from None
+        raise WorkbenchError(f"{path} stayed locked by another process for {BUSY_TIMEOUT_MS // 1000} s while it was "
+                             "being opened (another kernel may be writing to it or holding it open mid-write). "
+                             "Finish or stop that work, or close that kernel, then open it again.") from None
     except sqlite3.DatabaseError as exc:
-        raise NotADatabase(f"{path} could not be opened as a workbench database ({exc}). It may be another kind "
-                           "of file, damaged, or not readable by you. Open a .db file the workbench made, or give "
-                           "a new file name to start one.") from None
+        raise _not_a_database(path, exc) from None
     finally:
         raw.close()
+
+
+def _not_a_database(path: Path, exc: Exception) -> NotADatabase:
+    return NotADatabase(f"{path} could not be opened as a workbench database ({exc}). It may be another kind "
+                           "of file, damaged, or not readable by you. Open a .db file the workbench made, or give "
+                           "a new file name to start one.")
 
 
 def _migrate_racing(raw: sqlite3.Connection, path: Path) -> int:

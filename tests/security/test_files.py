@@ -101,3 +101,28 @@ def test_a_knowledge_file_one_byte_too_large_says_by_how_much(camp, monkeypatch)
     with pytest.raises(KnowledgeRefused) as caught:
         camp.knowledge.add("big.md", "a" * (1024 * 1024 + 1))
     assert "1,048,577 bytes" in str(caught.value) and "1,048,576 bytes" in str(caught.value)
+
+
+def test_a_file_held_locked_while_it_needs_migrating_says_so(tmp_path, monkeypatch):
+    """Another process holds the write lock of a file that needs a migration:
+    the open fails in words about the lock, not as "not a database"."""
+    import sqlite3
+
+    from engine.errors import NotADatabase, WorkbenchError
+    from engine.store import database
+
+    path = tmp_path / "held.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA journal_mode = WAL")
+    holder.execute("BEGIN IMMEDIATE")
+    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setattr(database, "MIGRATION_ATTEMPTS", 2)
+    try:
+        with pytest.raises(WorkbenchError) as refused:
+            Database(path)
+        assert not isinstance(refused.value, NotADatabase)
+        assert "locked by another process" in str(refused.value) and str(path) in str(refused.value)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert Database(path).version > 0  # once released, it opens
