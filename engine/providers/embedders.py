@@ -133,7 +133,7 @@ class LlamaEmbedder:
         try:
             rows = worker.request(("embed", list(texts)), "vectors", timeout=EMBED_TIMEOUT * 10)
         except WorkerCrashed as exc:
-            raise NarratorError(crash_message(str(exc)).replace("next turn", "next embedding")) from exc
+            raise NarratorError(crash_message(str(exc), "embedding")) from exc
         except (ModelLoadFailed, RuntimeError) as exc:
             raise NarratorError(f"The GGUF embedder failed: {exc}.") from exc
         return np.asarray(rows, dtype=np.float32)

@@ -14,13 +14,21 @@ __all__ = ["main"]
 
 def main() -> int:
     from ..errors import WorkbenchError
-    from .embedded import LocalNarrator
+    from .embedded import LocalNarrator, unportable_features
 
     started = time.perf_counter()
     try:
-        ok, detail = LocalNarrator().check()
+        narrator = LocalNarrator()
+        ok, detail = narrator.check()
     except WorkbenchError as exc:
         ok, detail = False, str(exc)
+    if ok:
+        # Generating here proves little about another CPU: the build must also
+        # use nothing this machine has that another may not allow.
+        tuned = unportable_features(narrator.worker.info.get("system_info", ""))
+        if tuned:
+            ok, detail = False, (f"llama-cpp-python was built for this CPU ({', '.join(tuned)} compiled in), so it "
+                                 "can crash on another machine; the portable build has none of these")
     if ok:
         print(f"Embedded model check: {detail} ({time.perf_counter() - started:.1f} s).")
         return 0

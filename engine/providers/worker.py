@@ -70,7 +70,10 @@ def serve(conn, spec: ModelSpec) -> None:  # pragma: no cover - runs in the chil
     except Exception as exc:  # noqa: BLE001 - reported to the parent in words
         conn.send(("error", "load", f"{type(exc).__name__}: {exc}"))
         return
-    conn.send(("ready", {"n_ctx": llama.n_ctx(), "template": bool(llama.metadata.get("tokenizer.chat_template"))}))
+    import llama_cpp
+
+    conn.send(("ready", {"n_ctx": llama.n_ctx(), "template": bool(llama.metadata.get("tokenizer.chat_template")),
+                         "system_info": llama_cpp.llama_print_system_info().decode("utf-8", "replace")}))
     while True:
         try:
             request = conn.recv()

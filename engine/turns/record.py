@@ -26,6 +26,7 @@ from sqlalchemy.dialects.sqlite import insert
 
 from ..context import Line, Report, render_line
 from ..context.builder import SEPARATOR
+from ..knowledge.framing import ALWAYS_SECTION, CLASS_SECTIONS, RULE_SECTION
 from ..store import NodeRow, TurnRecordRow
 from ..store.models import PromptTextRow
 from ..story.lineage import branch_table, path_to
@@ -196,7 +197,8 @@ def expand(stored: Mapping, texts: Mapping[str, str], history: Callable[[int, in
 # ------------------------------------------------------------------ the record's names, as columns
 SECTION_COLUMNS = {
     "tok_system": ("narrator_rules", "emit_rule", "campaign_canon", "ai_instructions", "premise", "protagonist"),
-    "tok_knowledge": ("knowledge",),
+    # The library names its sections itself (the rule, always-in-force Canon, one per class).
+    "tok_knowledge": ("knowledge", RULE_SECTION, ALWAYS_SECTION, *CLASS_SECTIONS.values()),
     "tok_history": ("history", "input"),
     "tok_summary": ("story_summary",),
     "tok_memories": ("memories",),
@@ -218,9 +220,7 @@ def _section_tokens(sections) -> dict[str, int]:
     for section in sections or []:
         name = section.get("name", "")
         for column, names in SECTION_COLUMNS.items():
-            # The library's sections are named by class (knowledge_rule,
-            # imported_canon, imported_reference, ...), not listed one by one.
-            if name in names or (column == "tok_knowledge" and name.startswith(("knowledge", "imported_"))):
+            if name in names:
                 out[column] += section.get("tokens") or 0
                 break
     return out

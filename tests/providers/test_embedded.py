@@ -11,7 +11,7 @@ import pytest
 from engine import Workbench
 from engine.errors import NarratorUnavailable, TurnCancelled, TurnFailed
 from engine.providers import Prompt, Status, Text, Usage
-from engine.providers.embedded import DEFAULT_N_CTX, LocalNarrator, model_path
+from engine.providers.embedded import DEFAULT_N_CTX, LocalNarrator, model_path, unportable_features
 from engine.providers.embedders import LlamaEmbedder
 from engine.store import NodeRow, TurnRecordRow
 
@@ -183,3 +183,22 @@ def test_the_setup_smoke_check_passes_here():
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "generated a token" in done.stdout
+
+
+# What llama.cpp's system info said of the two builds measured for the README.
+PORTABLE_INFO = "CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | BMI2 = 1 | LLAMAFILE = 1 | REPACK = 1 | "
+NATIVE_INFO = ("CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX_VNNI = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | BMI2 = 1 | "
+               "AVX512 = 1 | AVX512_VBMI = 1 | AVX512_VNNI = 1 | AVX512_BF16 = 1 | LLAMAFILE = 1 | OPENMP = 1 | REPACK = 1 | ")
+
+
+def test_a_build_tuned_to_its_cpu_is_told_from_the_portable_one():
+    assert unportable_features(PORTABLE_INFO) == []
+    assert unportable_features(NATIVE_INFO) == ["AVX512", "AVX512_BF16", "AVX512_VBMI", "AVX512_VNNI", "AVX_VNNI",
+                                                "OPENMP"]
+
+
+def test_the_installed_build_is_the_portable_one():
+    narrator = LocalNarrator()
+    assert narrator.check()[0]
+    info = narrator.worker.info["system_info"]
+    assert "AVX2 = 1" in info and unportable_features(info) == [], info
