@@ -79,7 +79,7 @@ class Backup:
         return f"{self.path} ({self.bytes:,} bytes, taken {self.taken_at:%Y-%m-%d %H:%M:%S}{checked})"
 
     def _repr_html_(self) -> str:
-        return str(html.fragment("<p>Backup {}</p>", str(self)))
+        return html.fragment("<p>Backup {}</p>", str(self))
 
 
 def directory(db_path: str | Path) -> Path:

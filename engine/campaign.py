@@ -207,32 +207,33 @@ class Campaign:
     def export(self, path):
         """The whole campaign as one JSON file (no machine settings travel); reports its
         size and whether this version can import it back."""
-        from .bundle.facade import export_campaign
+        from .bundle.facade import export_campaign, machine_text
 
-        return export_campaign(self, path)
+        scrubbed = machine_text(self._db.path, self.workbench.settings.endpoint_url)
+        return export_campaign(self._db, self.id, path, machine_text=scrubbed)
 
     def story_cards(self) -> pd.DataFrame:
         """Story cards (AI Dungeon / SillyTavern world info) kept as campaign data."""
         from .bundle.facade import story_cards
 
-        return story_cards(self)
+        return story_cards(self._db, self.id)
 
     def add_story_card(self, title: str = "", keys=(), entry: str = "", **fields) -> int:
         """A card that enters the prompt when a key appears in the recent story
         or your input (constant=True: always); its id."""
         from .bundle.facade import add_story_card
 
-        return add_story_card(self, title=title, keys=keys, entry=entry, **fields)
+        return add_story_card(self._db, self.id, title=title, keys=keys, entry=entry, **fields)
 
     def edit_story_card(self, card_id: int, **changes):
         from .bundle.facade import edit_story_card
 
-        return edit_story_card(self, card_id, **changes)
+        return edit_story_card(self._db, self.id, card_id, **changes)
 
     def delete_story_card(self, card_id: int) -> None:
         from .bundle.facade import delete_story_card
 
-        delete_story_card(self, card_id)
+        delete_story_card(self._db, self.id, card_id)
 
     # ------------------------------------------------------------ knowledge
     @property

@@ -7,9 +7,10 @@ export where widgets do not render.
 """
 from __future__ import annotations
 
-from .html import escape  # html.escape, plus bidi controls, NUL and lone surrogates shown as code points
+from . import html
+from .html import Html
 
-__all__ = ["entries_html", "save_point_html", "story_html", "text_html", "turn_html"]
+__all__ = ["entries_html", "not_started_html", "save_point_html", "story_html", "text_html", "turn_html"]
 
 _STYLE = {
     "start": "font-style:italic;color:#444",
@@ -17,51 +18,44 @@ _STYLE = {
     "direction": "color:#7a5b00;font-style:italic",
     "narrator": "color:inherit",
 }
+_NOT_STARTED = "The story has not started yet."
 
 
-def text_html(text: str) -> str:
+def text_html(text: str) -> Html:
     """Escaped text with paragraph breaks kept; never markup from the text."""
-    paragraphs = [p for p in (text or "").split("\n\n") if p.strip()]
-    return "".join(
-        f"<p style='margin:0 0 .6em 0'>{escape(p).replace(chr(10), '<br>')}</p>" for p in paragraphs
-    )
+    return html.paragraphs(text)
 
 
-def _entry(entry) -> str:
-    label = ""
-    if entry.kind == "direction":
-        label = "<span style='font-size:80%'>[direction] </span>"
-    takes = (
-        f"<span style='font-size:75%;color:#888'> ‹ {entry.take}/{entry.takes} ›</span>"
-        if entry.takes > 1
-        else ""
-    )
-    edited = "<span style='font-size:75%;color:#888'> (edited)</span>" if entry.edited else ""
-    return (
-        f"<div class='story-{escape(entry.kind)}' style='{_STYLE.get(entry.kind, '')}'>"
-        f"{label}{text_html(entry.text)}{takes}{edited}</div>"
-    )
+def _entry(entry) -> Html:
+    label = html.tag("span", "[direction] ", style="font-size:80%") if entry.kind == "direction" else ""
+    takes = (html.tag("span", f" ‹ {entry.take}/{entry.takes} ›", style="font-size:75%;color:#888")
+             if entry.takes > 1 else "")
+    edited = html.tag("span", " (edited)", style="font-size:75%;color:#888") if entry.edited else ""
+    return html.tag("div", label + text_html(entry.text) + takes + edited, cls=f"story-{entry.kind}",
+                    style=_STYLE.get(entry.kind, ""))
 
 
-def entries_html(entries) -> str:
-    return "".join(_entry(e) for e in entries)
+def entries_html(entries) -> Html:
+    return Html("").join(_entry(e) for e in entries)
 
 
-def story_html(title: str, entries, footer: str = "") -> str:
-    body = entries_html(entries) or "<p style='color:#888'>The story has not started yet.</p>"
-    foot = f"<div style='color:#888;font-size:85%'>{escape(footer)}</div>" if footer else ""
-    return (
-        "<div class='story-workbench-campaign' style='max-width:46em;line-height:1.5'>"
-        f"<h3 style='margin:.2em 0 .6em 0'>{escape(title or 'Untitled campaign')}</h3>"
-        f"{body}{foot}</div>"
-    )
+def not_started_html() -> Html:
+    """What an empty story shows, shared with the live widget so both read alike."""
+    return html.tag("p", _NOT_STARTED, style="color:#888")
 
 
-def turn_html(turn) -> str:
-    lines = []
+def story_html(title: str, entries, footer: str = "") -> Html:
+    body = entries_html(entries) or not_started_html()
+    foot = html.tag("div", footer, style="color:#888;font-size:85%") if footer else ""
+    head = html.tag("h3", title or "Untitled campaign", style="margin:.2em 0 .6em 0")
+    return html.tag("div", head + body + foot, cls="story-workbench-campaign", style="max-width:46em;line-height:1.5")
+
+
+def turn_html(turn) -> Html:
+    lines = Html("")
     if turn.input:
-        lines.append(f"<div style='{_STYLE['player']}'>{text_html(turn.input)}</div>")
-    lines.append(f"<div>{text_html(turn.text)}</div>")
+        lines += html.tag("div", text_html(turn.input), style=_STYLE["player"])
+    lines += html.tag("div", text_html(turn.text))
     meta = [f"node {turn.id}", f"depth {turn.depth}"]
     if turn.takes > 1:
         meta.append(f"take {turn.take}/{turn.takes}")
@@ -69,10 +63,10 @@ def turn_html(turn) -> str:
         meta.append(f"{turn.usage['prompt_tokens']} prompt tokens")
     if turn.report.get("estimate") is not None:
         meta.append(f"estimate {turn.report['estimate']}")
-    lines.append(f"<div style='color:#888;font-size:80%'>{escape(' · '.join(meta))}</div>")
-    return "<div class='story-workbench-turn' style='max-width:46em'>" + "".join(lines) + "</div>"
+    lines += html.tag("div", " · ".join(meta), style="color:#888;font-size:80%")
+    return html.tag("div", lines, cls="story-workbench-turn", style="max-width:46em")
 
 
-def save_point_html(sp) -> str:
-    note = f" — {escape(sp.note)}" if sp.note else ""
-    return f"<div>Save point <b>{escape(sp.name)}</b> at depth {sp.depth}{note}</div>"
+def save_point_html(sp) -> Html:
+    note = html.fragment(" — {}", sp.note) if sp.note else ""
+    return html.tag("div", html.fragment("Save point {} at depth {}{}", html.tag("b", sp.name), sp.depth, note))

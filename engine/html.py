@@ -13,6 +13,13 @@ hide or reorder text are shown as their code point: bidi overrides can make a
 file name read backwards, NUL and other control characters vanish, and a lone
 surrogate cannot be encoded as UTF-8, so a view holding one fails to reach the
 browser at all.
+
+Views return `Html` rather than `str` so that one view nests in another (a
+report in a widget, the story in the app) without being escaped twice or
+trusted by hand. Nowhere else builds markup: tests/security/
+test_html_only_through_module.py fails on an f-string, `%`, `.format`, `+` or
+`.join` that holds a tag, and on `Html(...)` of a computed value, outside
+this file.
 """
 from __future__ import annotations
 
@@ -45,8 +52,8 @@ __all__ = [
 # Zero-width joiners stay: emoji sequences and Persian text need them.
 _HIDDEN_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _COLOUR_RE = re.compile(r"#[0-9a-fA-F]{3,8}")
-_TAGS = frozenset({"b", "code", "details", "div", "i", "li", "p", "pre", "span", "summary", "table",
-                   "td", "th", "tr", "ul", "h3", "h4", "small"})
+_TAGS = frozenset({"b", "code", "details", "div", "i", "li", "p", "pre", "span", "summary", "table", "tbody",
+                   "td", "th", "thead", "tr", "ul", "h3", "h4", "small"})
 _FALLBACK_COLOUR = "#999"
 
 
@@ -75,8 +82,9 @@ def text(value) -> Html:
 
 
 def escape(value) -> str:
-    """`text(value)` as a plain str, for views still joined by hand: a drop-in
-    for `html.escape` that also makes bidi controls, NUL and lone surrogates visible."""
+    """`text(value)` as a plain str: what a view shows for `value`, for code that
+    checks a view against it. Markup is built with the helpers below, never by
+    joining this to tags by hand."""
     return str(text(value))
 
 
@@ -85,13 +93,17 @@ def fragment(template: str, *args, **kwargs) -> Html:
     return Html(template).format(*args, **kwargs)
 
 
-def tag(name: str, content="", *, style: str = "", title=None, cls: str = "") -> Html:
-    """One element; the name is checked, the content and every attribute escaped."""
+def tag(name: str, content="", *, style: str = "", title=None, cls: str = "", role: str = "") -> Html:
+    """One element; the name is checked, the content and every attribute escaped.
+
+    `role` is there for the widgets' live messages: `alert` and `status` are
+    what a screen reader announces without the reader moving to them."""
     if name not in _TAGS:
         raise ValueError(f"engine.html.tag does not build <{name}>: use one of {sorted(_TAGS)}.")
     attributes = Html("").join(
         fragment(" {}='{}'", key, value)
-        for key, value in (("class", cls), ("style", style), ("title", title)) if value not in (None, ""))
+        for key, value in (("class", cls), ("role", role), ("style", style), ("title", title))
+        if value not in (None, ""))
     return fragment("<{}{}>{}</{}>", Html(name), attributes, content, Html(name))
 
 

@@ -1,5 +1,4 @@
-"""Stored vectors and the one cache that serves every kind (memories now;
-passages when knowledge moves onto it).
+"""Stored vectors, and the one cache that serves every kind of them.
 
 Vectors are stored as little-endian float32 bytes. In memory they are kept
 *unit-normalised*, so a cosine is one dot product, and compared with einsum:
@@ -7,20 +6,44 @@ a matrix-vector `@` goes to multi-threaded OpenBLAS, whose sleeping threads
 took 10-14 ms to wake on a loaded 2-core machine, against 0.25 ms for einsum
 on 4,000 x 384 (measured for knowledge retrieval).
 
-The cache is keyed `(database, campaign, kind, model)`; an entry maps row ids
-to unit vectors. Callers pass the ids they want and a loader for the ones not
-held, so a turn reads only new blobs; a writer that changes a vector drops its
-id (or the whole kind) with `drop`.
+Why one cache for memories and passages: both are the same thing (a
+campaign's unit vectors of one model, read from one file) and compete for the
+same memory, so one LRU bound has to hold both, one lock has to guard both,
+and a keying mistake (a stale file, a missed invalidation) has to be fixed in
+one place, not in two caches that drift apart. Two caches had two bounds that
+added up, two keying rules (by path for memories, which a recreated file can
+fool) and two copies of the numerics.
+
+Keys are `(database token, campaign, kind, model)`, made by `CACHE.key`. The
+token is per open database, never its path: a file deleted and made again at
+the same path starts its ids from 1, and must not meet the old file's vectors
+(memory ids as much as passage ids). `drop` also matches a database by path,
+so a writer that knows only the path invalidates every open copy of the file.
+
+An entry is a `Held`: row ids, their unit vectors as one matrix (row for row),
+and the signature it was read under. It is reused while the caller's
+signature matches; otherwise it is rebuilt, reading only the rows it does not
+hold. Passages sign with (count, newest id) of their rows (see
+`engine.knowledge.vectors`: their rows are only inserted or deleted). Memories
+sign with the ids asked for, so an unchanged bank costs one comparison and no
+re-stacking; their vectors are rewritten in place, so their one writer
+(`engine.memory.bank.set_vector`) drops the row with `drop`.
 """
 from __future__ import annotations
 
+import os
 import threading
+import uuid
+import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CACHE", "CACHED_ENTRIES", "VectorCache", "cosines", "pack", "unit", "unpack"]
+__all__ = [
+    "CACHE", "CACHED_ENTRIES", "Held", "Token", "VectorCache", "cosines", "pack", "refreshed", "unit", "unpack",
+]
 
 # A notebook rarely has more than a few campaigns open, each with a memory
 # bank and a library: 16 entries of 4,000 x 768 float32 are ~200 MB at worst.
@@ -43,47 +66,195 @@ def unit(matrix) -> np.ndarray:
 
 
 def cosines(matrix_unit: np.ndarray, query) -> np.ndarray:
-    """Cosine of every row of a unit matrix against `query` (any length)."""
+    """Raw cosine of every row of a unit matrix against `query` (any length).
+    Raw on purpose: knowledge admission compares it with a measured absolute floor.
+
+    einsum, not `@`: a matrix-vector product goes to multi-threaded OpenBLAS,
+    whose sleeping threads took 10-14 ms to wake on a loaded 2-core machine
+    (measured); einsum stays on the calling thread at 0.25 ms for 4,000 x 384.
+    """
     if matrix_unit.size == 0:
-        return np.zeros(0, dtype=np.float32)
+        return np.zeros(len(matrix_unit), dtype=np.float32)
     return np.einsum("ij,j->i", matrix_unit, unit(query)[0])
 
 
+@dataclass(frozen=True)
+class Token:
+    """One open database: its path (absolute, and as it was given), for
+    `drop`, and an id no other opening shares."""
+
+    path: str
+    uid: str
+    given: str = ""
+
+
+class Held:
+    """Stored row ids and their unit vectors, row for row, with the signature
+    they were read under. Never changed once cached: a change is a new entry."""
+
+    def __init__(self, ids: Sequence[int], vectors: np.ndarray, signature=()):
+        self.ids = tuple(ids)
+        self.vectors = vectors
+        self.signature = signature
+        self._rows: dict[int, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def rows(self) -> dict[int, int]:
+        """{row id: its row in `vectors`}, built once per entry, not per turn."""
+        if self._rows is None:
+            self._rows = {int(i): n for n, i in enumerate(self.ids)}
+        return self._rows
+
+    def __contains__(self, row_id) -> bool:
+        return int(row_id) in self.rows
+
+    def __getitem__(self, row_id) -> np.ndarray:
+        return self.vectors[self.rows[int(row_id)]]
+
+    def without(self, row_id: int) -> Held | None:
+        """This entry less one row, to be re-read (None: drop the whole entry)."""
+        row = self.rows.get(int(row_id))
+        if row is None:
+            return self
+        return Held(self.ids[:row] + self.ids[row + 1:], np.delete(self.vectors, row, axis=0), None)
+
+
+def refreshed(held: Held | None, ids: Sequence[int], load: Callable[[list[int]], dict[int, bytes]],
+              what: str = "", advice: str = "") -> tuple[tuple[int, ...], np.ndarray]:
+    """(the ids that have a vector, in the order asked; their unit matrix).
+    Rows `held` has are copied from it; `load(missing ids) -> {id: blob}` reads
+    the rest, and ids without a blob are left out."""
+    rows = {} if held is None else held.rows
+    missing = [i for i in ids if i not in rows]
+    found = {i: unpack(blob) for i, blob in load(missing).items() if blob} if missing else {}
+    kept = tuple(i for i in ids if i in rows or i in found)
+    widths = {v.shape[0] for v in found.values()}
+    if held is not None and len(found) < len(kept):
+        widths.add(held.vectors.shape[1])
+    if len(widths) > 1:  # one model, one width; anything else is a corrupt row
+        raise ValueError(f"Stored vectors{' for ' + what if what else ''} have mixed widths {sorted(widths)}"
+                         f"{'; ' + advice if advice else ''}.")
+    if held is not None and not found and kept == held.ids:
+        return kept, held.vectors
+    vectors = np.empty((len(kept), widths.pop() if widths else 0), dtype=np.float32)
+    taken = [(n, rows[i]) for n, i in enumerate(kept) if i in rows]
+    if taken:
+        to, of = (list(side) for side in zip(*taken, strict=True))
+        vectors[to] = held.vectors[of]
+    if found:
+        fresh = [(n, i) for n, i in enumerate(kept) if i not in rows]
+        vectors[[n for n, _ in fresh]] = unit(np.stack([found[i] for _, i in fresh]))
+    return kept, vectors
+
+
+def _normpath(path) -> str:
+    return os.path.abspath(os.fspath(path))
+
+
 class VectorCache:
-    """{(database, campaign, kind, model): {row id: unit vector}}, least recently used out."""
+    """{(database token, campaign, kind, model): Held}, least recently used out."""
 
     def __init__(self, size: int = CACHED_ENTRIES):
         self.size = size
-        self._data: OrderedDict[tuple, dict[int, np.ndarray]] = OrderedDict()
+        self._data: OrderedDict[tuple, Held] = OrderedDict()
+        self._tokens: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # Drops counted per (campaign, kind), and for wider drops in all: an
+        # entry built while a drop reached its kind is served, not kept.
+        self._drops: dict[tuple, int] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: tuple, wanted: Iterable[int], load: Callable[[list[int]], dict[int, bytes]]
-            ) -> dict[int, np.ndarray]:
-        """Unit vectors for `wanted`; `load(missing ids) -> {id: blob}` reads the rest.
-        Ids not wanted any more leave the entry, so it never outgrows what is in play."""
-        wanted = list(wanted)
-        keep = set(wanted)
+    # ------------------------------------------------------------ keys
+    def token(self, source) -> Token:
+        """The token of the open database behind `source`: a Database (its
+        reading and writing engines share one token), a Session, or an Engine."""
+        if hasattr(source, "engines"):
+            engines = tuple(source.engines)
+        elif hasattr(source, "get_bind"):
+            engines = (source.get_bind(),)
+        else:
+            engines = (source,)
         with self._lock:
-            entry = {i: v for i, v in self._data.pop(key, {}).items() if i in keep}
-            self._data[key] = entry
-            while len(self._data) > self.size:
-                self._data.popitem(last=False)
-        missing = [i for i in wanted if i not in entry]
-        if missing:
-            found = {i: blob for i, blob in load(missing).items() if blob}
-            if found:
-                ids = list(found)
-                for i, row in zip(ids, unit(np.stack([unpack(found[i]) for i in ids])), strict=True):
-                    entry[i] = row
-        return entry
+            token = next((t for e in engines if (t := self._tokens.get(e)) is not None), None)
+            if token is None:
+                url = getattr(engines[0], "url", None)
+                path = getattr(url, "database", None) or getattr(source, "path", None)
+                token = Token(_normpath(path) if path else "", uuid.uuid4().hex, os.fspath(path) if path else "")
+            for engine in engines:
+                self._tokens.setdefault(engine, token)
+        return token
+
+    def key(self, source, campaign_id: int, kind: str, model: str) -> tuple:
+        return self.token(source), campaign_id, kind, model
+
+    # ------------------------------------------------------------ entries
+    def entry(self, key: tuple, signature, build: Callable[[Held | None], Held]) -> Held:
+        """The entry under `key` if it was read under `signature`; otherwise
+        `build(held entry or None)`, stored and returned."""
+        with self._lock:
+            held = self._data.get(key)
+            if held is not None:
+                self._data.move_to_end(key)
+            drops = self._drop_count(key)
+        if held is not None and held.signature == signature:
+            return held
+        made = build(held)
+        with self._lock:
+            if self._drop_count(key) == drops:  # else a writer dropped rows meanwhile: serve, don't keep
+                self._data[key] = made
+                self._data.move_to_end(key)
+                while len(self._data) > self.size:
+                    self._data.popitem(last=False)
+        return made
+
+    def get(self, key: tuple, wanted: Iterable[int], load: Callable[[list[int]], dict[int, bytes]]) -> Held:
+        """Unit vectors of `wanted` (those that have one) as one matrix;
+        `load(missing ids) -> {id: blob}` reads the ones not held. Ids not
+        wanted any more leave the entry, so it never outgrows what is in play;
+        the same ids as last time return the same entry, nothing re-stacked."""
+        wanted = tuple(wanted)
+        return self.entry(key, wanted, lambda held: Held(*refreshed(held, wanted, load), wanted))
 
     def drop(self, key_prefix: tuple, row_id: int | None = None) -> None:
+        """Forget entries under `key_prefix` (or only `row_id` in them). Its
+        first item is a Token, or a path: every open copy of that file."""
         with self._lock:
-            for key in [k for k in self._data if k[: len(key_prefix)] == key_prefix]:
-                if row_id is None:
+            scope = tuple(key_prefix[1:3]) if len(key_prefix) >= 3 else ()
+            self._drops[scope] = self._drops.get(scope, 0) + 1
+            for key in [k for k in self._data if _under(k, key_prefix)]:
+                smaller = None if row_id is None else self._data[key].without(row_id)
+                if smaller is None:
                     del self._data[key]
                 else:
-                    self._data[key].pop(row_id, None)
+                    self._data[key] = smaller
+
+    def clear(self) -> None:
+        with self._lock:
+            self._drops[()] = self._drops.get((), 0) + 1
+            self._data.clear()
+
+    def _drop_count(self, key: tuple) -> tuple[int, int]:
+        return self._drops.get((), 0), self._drops.get(tuple(key[1:3]), 0)
+
+    def keys(self) -> list[tuple]:
+        """The keys held, least recently used first."""
+        with self._lock:
+            return list(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def _under(key: tuple, prefix: tuple) -> bool:
+    if not prefix or len(key) < len(prefix) or key[1:len(prefix)] != prefix[1:]:
+        return False
+    first, wanted = key[0], prefix[0]
+    if first == wanted:
+        return True
+    return (isinstance(first, Token) and isinstance(wanted, str | os.PathLike)
+            and (first.given == os.fspath(wanted) or first.path == _normpath(wanted)))
 
 
 CACHE = VectorCache()

@@ -205,17 +205,17 @@ class Workbench:
         whole before anything is written."""
         from .bundle.facade import import_campaign
 
-        return import_campaign(self, path_or_dict)
+        return import_campaign(self.db, path_or_dict, embedder=self.embedder_or_none())
 
     def import_ai_dungeon(self, path_or_dict, **options):
         from .bundle.facade import import_ai_dungeon
 
-        return import_ai_dungeon(self, path_or_dict, **options)
+        return import_ai_dungeon(self.db, path_or_dict, **options, embedder=self.embedder_or_none())
 
     def import_sillytavern(self, path_or_dict, **options):
         from .bundle.facade import import_sillytavern
 
-        return import_sillytavern(self, path_or_dict, **options)
+        return import_sillytavern(self.db, path_or_dict, **options, embedder=self.embedder_or_none())
 
     def import_file(self, path_or_data, **options):
         """Any supported file from another tool (character card JSON/PNG/.charx,
@@ -224,19 +224,19 @@ class Workbench:
         markers; the report's `format` says which was chosen."""
         from .bundle.facade import import_file
 
-        return import_file(self, path_or_data, **options)
+        return import_file(self.db, path_or_data, **options, embedder=self.embedder_or_none())
 
     def backup(self):
         """A verified copy of the whole database beside it, in backups/."""
         from .bundle.facade import backup
 
-        return backup(self)
+        return backup(self.db)
 
     def backups(self):
         """The backups, newest first."""
         from .bundle.facade import backups
 
-        return backups(self)
+        return backups(self.db)
 
     def close(self) -> None:
         self.db.close()

@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from engine import Campaign, NotAllowed
+from engine import Campaign, NotAllowed, html
 from engine.context import tokens
 from engine.context.builder import SEPARATOR
 from engine.knowledge.framing import ALWAYS_SECTION, CLASS_SECTIONS, RULE_SECTION
@@ -228,7 +228,7 @@ class Ablation:
         return " ".join(x for x in out if x)
 
     def _repr_html_(self) -> str:
-        return self.summary()._repr_html_() + self.side_by_side()._repr_html_()
+        return html.frame(self.summary().reset_index()) + html.frame(self.side_by_side().reset_index())
 
 
 def _similarity(replies: list[str], others: list[str]) -> float | None:

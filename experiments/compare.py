@@ -147,16 +147,18 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
     """One row per cell: prompt tokens, what the server processed and served
     from cache, new content, their ratio, times, reply length, leaks and refusals."""
     m = _measured(df).copy()
-    for column in ("prompt_tokens", "processed_tokens", "cached_tokens", "new_tokens", "prompt_ms", "total_ms",
-                   "ttft_ms", "words", "leaks"):
+    for column in ("prompt_tokens", "processed_tokens", "cached_tokens", "new_tokens", "new_server_tokens",
+                   "prompt_ms", "total_ms", "ttft_ms", "words", "leaks"):
         m[column] = pd.to_numeric(m[column], errors="coerce")
     g = m.groupby("cell", sort=False)
     table = g.agg(turns=("turn", "count"), prompt_tokens=("prompt_tokens", "mean"),
                   processed_tokens=("processed_tokens", "mean"), new_tokens=("new_tokens", "mean"),
+                  new_server_tokens=("new_server_tokens", "mean"),
                   prompt_ms=("prompt_ms", "mean"), ttft_ms=("ttft_ms", "mean"), total_ms=("total_ms", "mean"),
                   reply_words=("words", "mean"), leaks=("leaks", "sum"), floor_steps=("floor_depth", _steps))
     table["cached_share"] = g["cached_tokens"].sum(min_count=1) / g["prompt_tokens"].sum(min_count=1)
-    table["processed_over_new"] = table["processed_tokens"] / table["new_tokens"]
+    # Like for like: both in the server's tokens (new content is counted in ours).
+    table["processed_over_new"] = table["processed_tokens"] / table["new_server_tokens"]
     table["fits_share"] = g["accounting"].apply(lambda s: float((s == "fits").mean()))
     table["refused_turns"] = df[df["node_id"].isna()].groupby("cell").size().reindex(table.index).fillna(0).astype(int)
     return table

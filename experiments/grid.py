@@ -85,8 +85,14 @@ def _client(scheduler: str | None, workers: int):
         return Client(scheduler), None
     # Processes, one thread each: a turn holds the GIL while it builds the prompt,
     # and an embedded model wants the cores to itself. Loopback only, no dashboard.
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                           dashboard_address=None)
+    try:
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                               dashboard_address=None)
+    except RuntimeError as exc:  # Dask says only "Nanny failed to start."
+        raise WorkbenchError(
+            f"Dask could not start {workers} local worker processes ({exc}). Run from a script, the code that "
+            "starts the grid must sit under `if __name__ == '__main__':` (each worker process imports the "
+            "script again); or pass workers=0 to run the cells here, one after another.") from exc
     return Client(cluster), cluster
 
 

@@ -39,7 +39,8 @@ SECTIONS = ("tok_system", "tok_knowledge", "tok_history", "tok_summary", "tok_me
 TAIL_SECTIONS = ("tok_summary", "tok_knowledge", "tok_memories", "tok_state", "tok_hints")
 FACT_COLUMNS = [
     "turn", "node_id", "mode", "input", "text", "recorded", "words", "reply_tokens", *SECTIONS,
-    "estimate_tokens", "prompt_tokens", "processed_tokens", "cached_tokens", "new_tokens", "prompt_ms",
+    "estimate_tokens", "prompt_tokens", "processed_tokens", "cached_tokens", "new_tokens", "new_server_tokens",
+    "prompt_ms",
     "generation_ms", "ttft_ms", "total_ms", "leaks", "events_accepted", "events_refused", "memories_recalled",
     "knowledge_admitted", "accounting", "floor_depth", "history_included", "refusals", "refusal",
 ]
@@ -173,7 +174,19 @@ def facts(camp: Campaign, *, recorded: int = 0, ttft: dict | None = None) -> pd.
     # New content a server must read whatever it caches: the last reply, this input and the volatile tail.
     frame["new_tokens"] = (frame["reply_tokens"].shift(1).fillna(0) + _input_tokens(frame)
                            + frame[list(TAIL_SECTIONS)].fillna(0).sum(axis=1)).astype(int)
+    frame["new_server_tokens"] = _in_server_tokens(frame)
     return frame
+
+
+def _in_server_tokens(frame: pd.DataFrame) -> pd.Series:
+    """New content in the server's own tokens, so it can be set against what the
+    server processed: our count is cl100k, and a small model's tokenizer splits
+    the same text into more pieces (SmolLM2 about 1.2x here). Scaled by each
+    turn's measured prompt-to-estimate ratio; unknown where the server gave no count."""
+    prompt = pd.to_numeric(frame["prompt_tokens"], errors="coerce")
+    estimate = pd.to_numeric(frame["estimate_tokens"], errors="coerce")
+    ratio = (prompt / estimate).where(estimate > 0)
+    return (frame["new_tokens"] * ratio).round()
 
 
 def _input_tokens(frame: pd.DataFrame) -> pd.Series:

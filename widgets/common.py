@@ -6,7 +6,8 @@ from collections.abc import Callable, Iterable
 
 import ipywidgets as w
 
-from engine.html import escape
+from engine import html
+from engine.html import Html
 
 from .runner import describe_error
 
@@ -21,7 +22,7 @@ class Message(w.HTML):
             self.value = ""
             return
         colour, role = ("#b00020", "alert") if error else ("#555", "status")
-        self.value = f"<p role='{role}' style='color:{colour};margin:.2em 0'>{escape(text)}</p>"
+        self.value = html.tag("p", text, role=role, style=f"color:{colour};margin:.2em 0")
 
 
 def attempt(action: Callable[[], object], message: Message, done: str = "") -> bool:
@@ -49,7 +50,7 @@ class Confirm(w.HBox):
         self.no.on_click(lambda _: self._answer(False))
 
     def ask(self, question: str, then: Callable[[], None]) -> None:
-        self.question.value = f"<span style='padding-right:.6em'>{escape(question)}</span>"
+        self.question.value = html.tag("span", question, style="padding-right:.6em")
         self._then = then
         self.layout.display = ""
 
@@ -60,10 +61,12 @@ class Confirm(w.HBox):
             then()
 
 
-def table_html(columns: Iterable[str], rows: Iterable[Iterable[object]], css_class: str = "") -> str:
+def table_html(columns: Iterable[str], rows: Iterable[Iterable[object]], css_class: str = "") -> Html:
     """A plain table; every header and cell escaped, so imported titles stay text."""
-    head = "".join(f"<th style='text-align:left;padding-right:1em'>{escape(str(c))}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td style='padding-right:1em;vertical-align:top'>{escape(str(v))}</td>"
-                                    for v in row) + "</tr>" for row in rows)
-    return (f"<table class='{escape(css_class)}' style='max-width:100%;overflow-wrap:anywhere'>"
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    head = html.tag("tr", Html("").join(
+        html.tag("th", str(c), style="text-align:left;padding-right:1em") for c in columns))
+    body = Html("").join(
+        html.tag("tr", Html("").join(html.tag("td", str(v), style="padding-right:1em;vertical-align:top") for v in row))
+        for row in rows)
+    return html.tag("table", html.tag("thead", head) + html.tag("tbody", body), cls=css_class,
+                    style="max-width:100%;overflow-wrap:anywhere")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import ipywidgets as w
 
-from engine.html import escape
+from engine import html
 
 __all__ = ["Availability", "Controls"]
 
@@ -152,7 +152,7 @@ class Controls:
     def _update_takes(self, state: Availability) -> None:
         """`‹ 2/4 ›` on the newest narration, shown only when it has several takes."""
         self.takes.layout.display = "" if state.takes > 1 else "none"
-        self.take_label.value = f"<span style='padding:0 .4em'>{state.take}/{state.takes}</span>"
+        self.take_label.value = html.tag("span", f"{state.take}/{state.takes}", style="padding:0 .4em")
         idle = not state.busy and not state.editing
         self._enable(self.prev_take, idle and state.take > 1, "first")
         self._enable(self.next_take, idle and state.take < state.takes, "last")
@@ -171,4 +171,4 @@ class Controls:
             return
         colour = "#b00020" if error else "#555"
         role = "alert" if error else "status"
-        self.status.value = f"<div role='{role}' style='color:{colour};max-width:46em'>{escape(message)}</div>"
+        self.status.value = html.tag("div", message, role=role, style=f"color:{colour};max-width:46em")

@@ -14,8 +14,8 @@ import threading
 
 import ipywidgets as w
 
-from engine import Campaign
-from engine.html import escape
+from engine import Campaign, html
+from engine.html import Html
 
 from .runner import describe_error
 
@@ -54,7 +54,7 @@ def section_chart(sections: list[dict]) -> bytes:
     return buffer.getvalue()
 
 
-def sections_table(sections: list[dict], estimate: int | None = None) -> str:
+def sections_table(sections: list[dict], estimate: int | None = None) -> Html:
     """Name, tokens, why, then any further keys a builder adds; a section's own
     text (when the report keeps it) folds away under a "text" toggle. Every
     cell is escaped. With the prompt's `estimate`, a framing row accounts for
@@ -63,26 +63,30 @@ def sections_table(sections: list[dict], estimate: int | None = None) -> str:
     extra = sorted({k for s in sections for k in s} - set(_KNOWN) - {"text"})
     folded = any("text" in s for s in sections)
     columns = (*_KNOWN, *extra, *(("text",) if folded else ()))
-    head = "".join(f"<th style='text-align:left;padding-right:1em'>{escape(c)}</th>" for c in columns)
+    head = html.tag("tr", Html("").join(html.tag("th", c, style="text-align:left;padding-right:1em") for c in columns))
     rows = []
     for s in sections:
-        cells = [escape(str(c)) for c in (s.get("name", ""), f"{_tokens(s):,}", s.get("why", ""),
-                                          *(s.get(k, "") for k in extra))]
+        cells = [str(c) for c in (s.get("name", ""), f"{_tokens(s):,}", s.get("why", ""),
+                                  *(s.get(k, "") for k in extra))]
         if folded:
-            cells.append(f"<details><summary>show</summary><pre style='white-space:pre-wrap;max-width:40em'>"
-                         f"{escape(str(s.get('text', '')))}</pre></details>")
-        rows.append("<tr>" + "".join(f"<td style='padding-right:1em;vertical-align:top'>{c}</td>" for c in cells)
-                    + "</tr>")
+            cells.append(html.details("show", html.tag("pre", str(s.get("text", "")),
+                                                       style="white-space:pre-wrap;max-width:40em")))
+        rows.append(html.tag("tr", Html("").join(
+            html.tag("td", c, style="padding-right:1em;vertical-align:top") for c in cells)))
     total = sum(_tokens(s) for s in sections)
     if isinstance(estimate, int) and estimate > total:
-        rows.append(f"<tr><td>framing</td><td>{estimate - total:,}</td><td>the chat template's role markers and "
-                    "the separators between sections, counted in the estimate but in no section</td></tr>")
+        rows.append(_row("framing", f"{estimate - total:,}", "the chat template's role markers and the separators "
+                         "between sections, counted in the estimate but in no section"))
         total = estimate
-    rows.append(f"<tr><td><b>total</b></td><td><b>{total:,}</b></td><td></td></tr>")
-    return f"<table class='sw-sections'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    rows.append(_row(html.tag("b", "total"), html.tag("b", f"{total:,}"), ""))
+    return html.tag("table", html.tag("thead", head) + html.tag("tbody", Html("").join(rows)), cls="sw-sections")
 
 
-def summary_html(turn, number: int | None = None) -> str:
+def _row(*cells) -> Html:
+    return html.tag("tr", Html("").join(html.tag("td", c) for c in cells))
+
+
+def summary_html(turn, number: int | None = None) -> Html:
     """The limits the prompt was built to, in words. `number` is the turn's
     place on the story being read; a take off that line has none."""
     report = turn.report
@@ -100,18 +104,18 @@ def summary_html(turn, number: int | None = None) -> str:
     place = f"Turn {number}" if number else "A turn not on the story being read"
     take = f", take {turn.take} of {turn.takes}" if turn.takes > 1 else ""
     head = f"{place}{take} · narrator {turn.narrator or '?'} · id {turn.id}"
-    items = "".join(f"<li>{escape(line)}</li>" for line in lines)
-    return f"<div><b>{escape(head)}</b><ul style='margin:.3em 0'>{items}</ul></div>"
+    items = Html("").join(html.tag("li", line) for line in lines)
+    return html.tag("div", html.tag("b", head) + html.tag("ul", items, style="margin:.3em 0"))
 
 
 def _n(value) -> str:
     return f"{value:,}" if isinstance(value, int) else ("?" if value is None else str(value))
 
 
-def _raw_prompt(report: dict) -> str:
+def _raw_prompt(report: dict) -> Html:
     block = "white-space:pre-wrap;font-size:85%;background:#f6f6f6;padding:.5em;max-height:24em;overflow:auto"
-    return (f"<b>System</b><pre style='{block}'>{escape(report.get('system', ''))}</pre>"
-            f"<b>Story</b><pre style='{block}'>{escape(report.get('story', ''))}</pre>")
+    return Html("").join(html.tag("b", label) + html.tag("pre", report.get(key, ""), style=block)
+                         for label, key in (("System", "system"), ("Story", "story")))
 
 
 class ContextInspector(w.VBox):
@@ -150,7 +154,7 @@ class ContextInspector(w.VBox):
         try:
             narrations = [e for e in self.camp.history() if e.kind == "narrator"]
         except Exception as exc:  # noqa: BLE001 - shown in place
-            self.summary.value = f"<p style='color:#b00020'>{escape(describe_error(exc))}</p>"
+            self.summary.value = html.tag("p", describe_error(exc), style="color:#b00020")
             return
         self._numbers = {e.id: i + 1 for i, e in enumerate(narrations)}
         options = [(_label(i + 1, e), e.id) for i, e in enumerate(narrations)][::-1]
@@ -195,7 +199,7 @@ class ContextInspector(w.VBox):
 
     def _clear(self, message: str, error: bool = False) -> None:
         colour = "#b00020" if error else "#888"
-        self.summary.value = f"<p style='color:{colour}'>{escape(message)}</p>"
+        self.summary.value = html.tag("p", message, style=f"color:{colour}")
         self.chart.value, self.table.value, self.raw.value = b"", "", ""
         self.chart.layout.display = "none"
         self._shown = None

@@ -11,8 +11,7 @@ import threading
 
 import ipywidgets as w
 
-from engine import Campaign
-from engine.html import escape
+from engine import Campaign, html
 from engine.knowledge.classes import CLASS_LABELS, CLASSES
 
 from .common import Confirm, Message, attempt, table_html
@@ -126,7 +125,7 @@ class KnowledgePanel(w.VBox):
             self.message.say(describe_error(exc), error=True)
             return
         self._frame = frame
-        self.status.value = f"<p class='sw-knowledge-status' style='margin:.2em 0'>{escape(status.words)}</p>"
+        self.status.value = html.tag("p", status.words, cls="sw-knowledge-status", style="margin:.2em 0")
         rows = [(i, r.title, CLASS_LABELS.get(r["class"], r["class"]), "yes" if r.enabled else "off",
                  f"{r.passages} ({r.tokens:,} tokens)", _search_words(r)) for i, r in frame.iterrows()]
         self.listing.value = table_html(_COLUMNS, rows, "sw-knowledge") if rows else ""

@@ -6,7 +6,7 @@ import threading
 
 import ipywidgets as w
 
-from engine import Campaign
+from engine import Campaign, html
 
 from .common import Confirm, Message, attempt, table_html
 from .runner import describe_error
@@ -97,8 +97,8 @@ class MemoryPanel(w.VBox):
         self._frame = frame
         recent = frame.tail(SHOWN).iloc[::-1]
         if recent.empty:
-            self.listing.value = ("<p style='color:#888'>No memories yet: they are written as the story settles "
-                                  "(every 6 story lines), or add one below.</p>")
+            self.listing.value = html.tag("p", "No memories yet: they are written as the story settles (every 6 story "
+                                          "lines), or add one below.", style="color:#888")
         else:
             rows = [(r.id, ("[inferred] " if r.authority == "heuristic" else "") + r.text,
                      "📌" if r.pinned else "", "forgotten" if r.forgotten else ("" if r.on_path else "other line"),

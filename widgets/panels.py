@@ -15,8 +15,7 @@ from collections.abc import Callable
 
 import ipywidgets as w
 
-from engine import Campaign
-from engine.html import escape
+from engine import Campaign, html
 
 from .inspector import ContextInspector
 from .knowledge_panel import KnowledgePanel
@@ -51,19 +50,19 @@ class _AttributePanel(w.VBox):
 
     def refresh(self) -> None:
         if not hasattr(self.camp, self.attribute):
-            self.body.value = f"<p style='color:#888'>{escape(self.what)} is not available yet.</p>"
+            self.body.value = html.tag("p", f"{self.what} is not available yet.", style="color:#888")
             return
         try:
             items = _rows(getattr(self.camp, self.attribute))
         except Exception as exc:  # noqa: BLE001 - shown in place
-            self.body.value = f"<p style='color:#b00020'>{escape(describe_error(exc))}</p>"
+            self.body.value = html.tag("p", describe_error(exc), style="color:#b00020")
             return
         if items is None:
-            self.body.value = (f"<p style='color:#888'>{escape(self.what)} is available as "
-                               f"<code>camp.{escape(self.attribute)}</code>; its panel is not registered yet.</p>")
+            self.body.value = html.fragment("<p style='color:#888'>{} is available as {}; its panel is not registered "
+                                            "yet.</p>", self.what, html.tag("code", f"camp.{self.attribute}"))
         else:
             self.body.value = (_listing([_item(i) for i in items]) if items
-                               else f"<p style='color:#888'>No {escape(self.what.lower())} yet.</p>")
+                               else html.tag("p", f"No {self.what.lower()} yet.", style="color:#888"))
 
 
 def _rows(value) -> list | None:
@@ -126,8 +125,8 @@ def build_panels(camp: Campaign, panels) -> tuple[w.Accordion, list[w.Widget]]:
         try:
             built.append(factory(camp))
         except Exception as exc:  # noqa: BLE001 - one broken panel must not break the app
-            built.append(w.HTML(f"<p style='color:#b00020'>The {escape(title)} panel could not open: "
-                                f"{escape(describe_error(exc))}</p>"))
+            built.append(w.HTML(html.tag("p", f"The {title} panel could not open: {describe_error(exc)}",
+                                         style="color:#b00020")))
     for (title, _), widget in zip(panels, built, strict=True):
         widget.add_class(f"sw-panel-{title.lower()}")  # a stable handle for the browser test and for CSS
     box = w.Accordion(children=built, titles=[t for t, _ in panels], selected_index=None)

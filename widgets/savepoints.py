@@ -11,8 +11,7 @@ from collections.abc import Callable
 
 import ipywidgets as w
 
-from engine import Campaign
-from engine.html import escape
+from engine import Campaign, html
 
 from .runner import describe_error
 
@@ -76,7 +75,8 @@ class SavePointsBar:
         """The confirmation step: nothing is deleted until 'Yes, delete'."""
         if self.choice.value is None:
             return
-        self.confirm_text.value = f"Delete save point <b>{escape(self.choice.label)}</b>? This cannot be undone."
+        self.confirm_text.value = html.fragment("Delete save point {}? This cannot be undone.",
+                                                html.tag("b", self.choice.label))
         self.confirm_row.layout.display = ""
 
     def really_delete(self) -> None:

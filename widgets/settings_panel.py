@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import ipywidgets as w
 
-from engine import Campaign
-from engine.html import escape  # html.escape, plus bidi controls, NUL and lone surrogates made visible
+from engine import Campaign, html
+from engine.html import Html
 
 from .common import Message
 from .runner import Runner, describe_error
@@ -114,7 +114,7 @@ class SettingsPanel(w.VBox):
 
     def test_connection(self) -> None:
         """Probe in the background: an unreachable server can take seconds to time out."""
-        self.report.value = "<p style='color:#555'>Testing the connection…</p>"
+        self.report.value = html.tag("p", "Testing the connection…", style="color:#555")
         self.message.say("")
         self.test.disabled = True
 
@@ -134,7 +134,7 @@ class SettingsPanel(w.VBox):
             self.message.say("A turn is running: test the connection when it has finished.", error=True)
 
 
-def connection_html(report) -> str:
+def connection_html(report) -> Html:
     """The connection report, with one change of tone: a verified window smaller
     than the budget is how every small local model runs (prompts are built to
     the window), so it is a note, not an orange warning."""
@@ -145,6 +145,6 @@ def connection_html(report) -> str:
     if not routine:
         return report._repr_html_()
     plain = type(report)(**{**report.__dict__, "warning": None})._repr_html_()
-    note = (f"<p class='sw-note' style='color:#555'>Note: {escape(report.warning)} That is expected for this "
-            "model; lower the budget to the window to make it explicit.</p>")
+    note = html.tag("p", f"Note: {report.warning} That is expected for this model; lower the budget to the window "
+                         "to make it explicit.", cls="sw-note", style="color:#555")
     return plain + note

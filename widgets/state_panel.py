@@ -9,8 +9,8 @@ import threading
 
 import ipywidgets as w
 
-from engine import Campaign
-from engine.html import escape
+from engine import Campaign, html
+from engine.html import Html
 from engine.narrative.events import LABELS, SPECS, fields_of
 
 from .common import Message
@@ -103,21 +103,22 @@ class StatePanel(w.VBox):
             try:
                 state = self.camp.state
             except Exception as exc:  # noqa: BLE001 - shown in place
-                self.body.value = f"<p style='color:#b00020'>{escape(describe_error(exc))}</p>"
+                self.body.value = html.tag("p", describe_error(exc), style="color:#b00020")
                 return
             self.body.value = (_listing(state) if state else
-                               "<p style='color:#888'>No narrative state recorded at this point of the story "
-                               "yet. Corrections below start it.</p>")
+                               html.tag("p", "No narrative state recorded at this point of the story yet. "
+                                        "Corrections below start it.", style="color:#888"))
 
 
-def _listing(value) -> str:
+def _listing(value) -> Html:
     """Nested dicts and lists as nested HTML lists; every key and value escaped."""
     if isinstance(value, dict):
-        items = "".join(f"<li><b>{escape(str(k))}</b>: {_listing(v)}</li>" for k, v in value.items())
-        return f"<ul style='margin:.2em 0'>{items}</ul>"
+        items = Html("").join(html.fragment("<li>{}: {}</li>", html.tag("b", str(k)), _listing(v))
+                              for k, v in value.items())
+        return html.tag("ul", items, style="margin:.2em 0")
     if isinstance(value, list | tuple):
-        items = "".join(f"<li>{_listing(v)}</li>" for v in value)
-        return f"<ul style='margin:.2em 0'>{items}</ul>" if value else "<i>none</i>"
+        items = Html("").join(html.tag("li", _listing(v)) for v in value)
+        return html.tag("ul", items, style="margin:.2em 0") if value else html.tag("i", "none")
     if isinstance(value, str):
-        return escape(value)
-    return escape(json.dumps(value, default=str))
+        return html.text(value)
+    return html.text(json.dumps(value, default=str))

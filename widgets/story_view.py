@@ -3,7 +3,7 @@
 Finished passages live in one HTML widget and the passage being narrated in
 another, so a streamed token appends to a short string instead of re-sending
 the whole story to the browser. Every string from the narrator or the reader
-goes through `html.escape` (via `engine.display`): markup in a reply shows as
+goes through `engine.html` (via `engine.display`): markup in a reply shows as
 characters and never becomes markup in the page.
 
 The scrolling box lays its children out bottom-up (`column-reverse`): the
@@ -18,8 +18,8 @@ import time
 
 import ipywidgets as w
 
-from engine import display
-from engine.html import escape
+from engine import display, html
+from engine.html import Html
 
 __all__ = ["StoryView"]
 
@@ -41,7 +41,7 @@ class StoryView:
 
     def __init__(self, title: str, max_entries: int = MAX_ENTRIES):
         self.max_entries = max_entries
-        self.title = w.HTML(f"<h3 style='margin:.2em 0 .4em 0'>{escape(title or 'Untitled campaign')}</h3>")
+        self.title = w.HTML(html.tag("h3", title or "Untitled campaign", style="margin:.2em 0 .4em 0"))
         self.passages = w.HTML()
         self.live = w.HTML()
         self.live.add_class("sw-live")
@@ -56,8 +56,8 @@ class StoryView:
                                               min_height="8em", overflow="auto"))
         self.scroller.add_class("story-workbench-story")
         self.widget = w.VBox([self.title, self.scroller])
-        self._head = ""
-        self._streamed = ""
+        self._head = Html("")
+        self._streamed = Html("")
         self._thought = ""
         self._waiting: str | None = None
         self._since = 0.0
@@ -69,10 +69,10 @@ class StoryView:
     def show(self, entries, reasoning: str | None = None) -> None:
         """Render the story being read (once per turn or head move, never per token)."""
         hidden = max(0, len(entries) - self.max_entries)
-        note = (f"<p style='color:#888;font-size:85%'>{hidden} earlier passages are not shown here; "
-                "the transcript (display the campaign) has them all.</p>") if hidden else ""
-        body = display.entries_html(entries[hidden:]) or "<p style='color:#888'>The story has not started yet.</p>"
-        self.passages.value = f"<div style='{_BOX}'>{note}{body}</div>"
+        note = html.tag("p", f"{hidden} earlier passages are not shown here; the transcript (display the campaign) "
+                             "has them all.", style="color:#888;font-size:85%") if hidden else ""
+        body = display.entries_html(entries[hidden:]) or display.not_started_html()
+        self.passages.value = html.tag("div", note + body, style=_BOX)
         with self._live_lock:
             self._waiting = None
             self.live.value = ""
@@ -82,8 +82,8 @@ class StoryView:
     def begin(self, line: str = "", kind: str = "player") -> None:
         """Start a passage: the reader's line (escaped), then what the narrator is
         doing until its first words arrive, then the narration as it streams."""
-        self._head = display.entries_html([_Line(kind, line)]) if line.strip() else ""
-        self._streamed = ""
+        self._head = display.entries_html([_Line(kind, line)]) if line.strip() else Html("")
+        self._streamed = Html("")
         self.notice.value = ""
         self._set_reasoning("")
         self._since = time.monotonic()
@@ -102,7 +102,7 @@ class StoryView:
         """Add a streamed piece of narration; only the live passage changes."""
         with self._live_lock:
             self._waiting = None
-            self._streamed += escape(chunk)
+            self._streamed += html.text(chunk)
             self.live.value = self._live_html()
 
     def append_reasoning(self, chunk: str) -> None:
@@ -112,11 +112,11 @@ class StoryView:
         """The turn wrote nothing: its half-passage must not look written, and
         the reason stays in the story where the passage would have been."""
         with self._live_lock:
-            self._head = self._streamed = ""
+            self._head = self._streamed = Html("")
             self._waiting = None
             self.live.value = ""
-        self.notice.value = (f"<div role='alert' style='{_BOX};color:#b00020;border-left:3px solid #b00020;"
-                             f"padding-left:.6em'>{escape(message)}</div>") if message else ""
+        self.notice.value = html.tag("div", message, role="alert", style=f"{_BOX};color:#b00020;border-left:3px solid "
+                                     "#b00020;padding-left:.6em") if message else ""
 
     def _start_ticker(self) -> None:
         """Count the seconds while waiting, so a slow start never looks frozen."""
@@ -132,18 +132,18 @@ class StoryView:
         self._ticker = threading.Thread(target=tick, name="story-workbench-waiting", daemon=True)
         self._ticker.start()
 
-    def _live_html(self) -> str:
+    def _live_html(self) -> Html:
         if self._waiting is not None:
             seconds = int(time.monotonic() - self._since)
             clock = f" ({seconds} s)" if seconds >= 1 else ""
-            body = f"<span role='status' style='{_WAITING}'>{escape(self._waiting)}{clock}</span>"
+            body = html.tag("span", self._waiting + clock, role="status", style=_WAITING)
         else:
-            body = f"{self._streamed}<span style='color:#888'> ▍</span>"
-        return f"<div style='{_BOX}'>{self._head}<div style='{_LIVE}'>{body}</div></div>"
+            body = self._streamed + html.tag("span", " ▍", style="color:#888")
+        return html.tag("div", self._head + html.tag("div", body, style=_LIVE), style=_BOX)
 
     def _set_reasoning(self, text: str) -> None:
         self._thought = text
-        self.reasoning.value = (f"<div style='white-space:pre-wrap;color:#555;font-size:90%'>{escape(text)}</div>"
+        self.reasoning.value = (html.tag("div", text, style="white-space:pre-wrap;color:#555;font-size:90%")
                                 if text else "")
         self.reasoning_box.layout.display = "" if text.strip() else "none"
 

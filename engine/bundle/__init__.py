@@ -1,10 +1,15 @@
 """Moving campaigns: bundles out and in, and files from other tools.
 
-    from engine.bundle import facade
-    facade.export_campaign(camp, "westhaven.campaign.json")     # one campaign, one JSON file
-    facade.import_campaign(wb, "westhaven.campaign.json")       # checked whole, then one transaction
-    facade.import_ai_dungeon(wb, "scenario.json", answers={"Your name": "Aldric"})
-    facade.import_sillytavern(wb, "lorebook.json", as_knowledge=True)
+    camp.export("westhaven.campaign.json")                      # one campaign, one JSON file
+    wb.import_campaign("westhaven.campaign.json")               # checked whole, then one transaction
+    wb.import_ai_dungeon("scenario.json", answers={"Your name": "Aldric"})
+    wb.import_sillytavern("lorebook.json", as_knowledge=True)
+
+Those delegate to `facade`, whose functions take plain values (a `Database`,
+a campaign id), as every layer below the notebook objects does:
+
+    facade.import_campaign(db, "westhaven.campaign.json", embedder=None)
+    facade.export_campaign(db, campaign_id, "out.json", machine_text=())
 
 The pieces, each usable alone:
 

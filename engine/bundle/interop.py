@@ -8,6 +8,9 @@
 everything else as JSON), asks `detect` which tool wrote it, and hands it to
 that tool's reader. A file no reader takes is refused with what it looks
 like ("a RisuAI lorebook, which is not supported"), and writes nothing.
+
+Like `facade`, these take plain values (a `Database`, a campaign id, an
+embedder), and end in `committing`, as the facade's imports do.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from . import limits
 from .aidungeon import read_ai_dungeon, read_ai_dungeon_cards
 from .charcard import card_from_bytes, read_character_card
+from .committing import import_into, import_new
 from .detect import (
     AID_CARDS,
     AID_SCENARIO,
@@ -35,9 +39,11 @@ from .novelai import read_novelai
 from .plan import Plan
 from .reports import ImportReport
 from .sillytavern import read_sillytavern
+from .validate import validate
 
 if TYPE_CHECKING:
-    from ..workbench import Workbench
+    from ..providers.embedders import Embedder
+    from ..store import Database
 
 __all__ = ["import_character_card", "import_file", "read_any"]
 
@@ -75,14 +81,14 @@ def _attach(plan: Plan) -> Plan:
     return out
 
 
-def import_file(workbench: Workbench, source: Any, *, campaign_id: int | None = None, as_knowledge: bool = False,
+def import_file(db: Database, source: Any, *, campaign_id: int | None = None, as_knowledge: bool = False,
                 classification: str = "reference", answers: dict[str, str] | None = None,
-                character_as: str = "cast", protagonist: str | None = None) -> ImportReport:
+                character_as: str = "cast", protagonist: str | None = None,
+                embedder: Embedder | None = None) -> ImportReport:
     """Any supported file, recognised by its own markers. With `campaign_id`
     its cards (or knowledge) are added to that campaign; otherwise it becomes
-    a new campaign. The report's `format` says which format was chosen."""
-    from . import facade
-
+    a new campaign. The report's `format` says which format was chosen.
+    With `embedder`, imported memories and knowledge are embedded after."""
     data = read_any(source)
     found = detect(data)
     if not found.supported:
@@ -91,15 +97,15 @@ def import_file(workbench: Workbench, source: Any, *, campaign_id: int | None = 
         if campaign_id is not None:
             raise BundleRefused("A campaign bundle always becomes a new campaign; import it without campaign_id. "
                                 "Nothing was imported.")
-        return facade.import_campaign(workbench, data)
+        return import_new(db, validate(data), embedder=embedder)  # read_any has already checked its values
     if campaign_id is not None and protagonist is None:
-        protagonist = _protagonist(workbench, campaign_id)
+        protagonist = _protagonist(db, campaign_id)
     plan = _plan(found.format, data, _stem(source), as_knowledge=as_knowledge, classification=classification,
                  answers=answers, character_as=character_as, protagonist=protagonist,
                  attach=campaign_id is not None)
     if campaign_id is not None:
-        return facade._import_into(workbench, plan if plan.campaign is None else _attach(plan), campaign_id)
-    return facade._import_new(workbench, plan)
+        return import_into(db, plan if plan.campaign is None else _attach(plan), campaign_id, embedder=embedder)
+    return import_new(db, plan, embedder=embedder)
 
 
 @refusing("The file")  # a reader fault on a shape no check foresaw is a refusal, not a traceback
@@ -128,20 +134,20 @@ def _plan(fmt: str, data: Any, stem: str, *, as_knowledge: bool, classification:
     raise BundleRefused(f"No reader for {fmt}. Nothing was imported.")  # detect and this table disagree
 
 
-def import_character_card(workbench: Workbench, source: Any, **options: Any) -> ImportReport:
+def import_character_card(db: Database, source: Any, **options: Any) -> ImportReport:
     """A character card (JSON, PNG or .charx), refused if the file is anything else."""
     data = read_any(source)
     found = detect(data)
     if found.format != CHARACTER_CARD:
         raise BundleRefused(f"This is not a character card: it looks like {found.label}. Nothing was imported.")
-    return import_file(workbench, data if not isinstance(source, (str, Path)) else source, **options)
+    return import_file(db, data if not isinstance(source, (str, Path)) else source, **options)
 
 
-def _protagonist(workbench: Workbench, campaign_id: int) -> str | None:
+def _protagonist(db: Database, campaign_id: int) -> str | None:
     from ..errors import NotFound
     from ..store import CampaignRow
 
-    with workbench.db.reading() as session:
+    with db.reading() as session:
         row = session.get(CampaignRow, campaign_id)
         if row is None:
             raise NotFound(f"There is no campaign {campaign_id}. Nothing was imported.")

@@ -61,7 +61,7 @@ class ImportReport:
         lists = [_items(label, lines) for label, lines in (("Repaired", self.repaired), ("Dropped", self.dropped),
                                                             ("Not carried", self.not_carried),
                                                             ("Warnings", self.warnings))]
-        return str(html.tag("div", head + html.Html("").join(lists), cls="import-report"))
+        return html.tag("div", head + html.Html("").join(lists), cls="import-report")
 
 
 @dataclass(frozen=True)
@@ -96,4 +96,4 @@ class ExportReport:
         body = html.fragment("<p>{}: {} bytes, {}.</p>", str(self.path), html.count(self.bytes), ok)
         if self.warning:
             body += html.tag("p", self.warning)
-        return str(html.tag("div", body, cls="export-report"))
+        return html.tag("div", body, cls="export-report")

@@ -3,16 +3,10 @@ that also displays itself in a notebook as a readable breakdown."""
 from __future__ import annotations
 
 from .. import html
-from ..html import escape  # html.escape, plus bidi controls, NUL and lone surrogates shown as code points
 
 __all__ = ["Report"]
 
 _COLOURS = {"system": "#4c72b0", "story": "#55a868"}
-
-
-def _e(value) -> str:
-    """Stored reports come back from imported bundles verbatim, so any field may hold markup."""
-    return escape(value)
 
 
 def _n(value) -> float:
@@ -23,11 +17,6 @@ def _n(value) -> float:
 def _d(value) -> dict:
     """A stored part that is not a mapping (a crafted file) renders as empty rather than failing."""
     return value if isinstance(value, dict) else {}
-
-
-def _c(value) -> str:
-    """A count with thousands separators, or the escaped text when it is not a number."""
-    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else _e(value)
 
 
 class Report(dict):
@@ -58,15 +47,15 @@ class Report(dict):
             h.get("included", 0), h.get("total", 0), h.get("floor_depth"), h.get("trim_block"))
         exact = html.fragment("<b>system</b>\n{}\n\n<b>story</b>\n{}", prompt.get("system", ""), prompt.get("story", ""))
         raw = html.details("The exact prompt", html.tag("pre", exact, style="white-space:pre-wrap"))
-        # _ratio_line escapes each value it shows, so its markup is trusted here.
-        return str(html.tag("div", head + html.Html(_ratio_line(t, w)) + bars + rows + raw, cls="context-report"))
+        return html.tag("div", head + _ratio_line(t, w) + bars + rows + raw, cls="context-report")
 
 
-def _ratio_line(tokens: dict, window: dict) -> str:
+def _ratio_line(tokens: dict, window: dict) -> html.Html:
     """The per-model estimate correction, when one is in force (engine.providers.accounting)."""
     ratio = tokens.get("token_ratio")
     if not isinstance(ratio, int | float) or ratio <= 1.0:
-        return ""
-    return (f"<p>Estimate corrected for this model's tokenizer: {_c(tokens.get('estimate_cl100k', 0))} cl100k "
-            f"tokens × {_e(f'{ratio:.3f}')} = {_c(tokens.get('estimate', 0))} expected by the server "
-            f"({_e(window.get('ratio_detail', ''))}).</p>")
+        return html.Html("")
+    return html.fragment(
+        "<p>Estimate corrected for this model's tokenizer: {} cl100k tokens × {} = {} expected by the server "
+        "({}).</p>", html.count(tokens.get("estimate_cl100k", 0)), f"{ratio:.3f}", html.count(tokens.get("estimate", 0)),
+        window.get("ratio_detail", ""))

@@ -15,9 +15,8 @@ from pathlib import Path
 import pandas as pd
 from sqlalchemy import func, select
 
+from .. import html
 from ..errors import NotFound
-from ..html import escape
-from ..html import frame as html_frame
 from ..store import CampaignRow, Database
 from ..store.knowledge_tables import KnowledgeEmbeddingRow, KnowledgePassageRow, KnowledgeSourceRow
 from ..store.models import utcnow
@@ -51,7 +50,7 @@ class Status:
         return self.words
 
     def _repr_html_(self) -> str:
-        return f"<p>{escape(self.words)}</p>"
+        return html.tag("p", self.words)
 
 
 class Library:
@@ -311,12 +310,12 @@ class Library:
         frame = self.list()
         status = self.status()
         if frame.empty:
-            return f"<div><p>{escape(status.words)}</p></div>"
+            return html.tag("div", html.tag("p", status.words))
         shown = frame[["title", "file", "class", "enabled", "visibility", "always_include", "passages", "tokens",
                        "embedded", "index_state", "embed_state"]]
         # Every cell through engine.html (bidi overrides and NUL in imported
         # titles and names are shown, not obeyed); the id column kept.
-        return f"<div><p>{escape(status.words)}</p>{html_frame(shown.reset_index())}</div>"
+        return html.tag("div", html.tag("p", status.words) + html.frame(shown.reset_index()))
 
 
 def _failures(frame: pd.DataFrame, state: str, detail: str) -> list[dict]:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .. import html
 from ..context import tokens
-from ..html import escape
 from ..store import Database
 from . import fts, reads
 from .admission import Weights, lexical_admits, lexical_evidence, semantic_admits, weigh
@@ -103,16 +103,12 @@ class Selection:
         return f"<Selection: {self.report.get('summary', '')}>"
 
     def _repr_html_(self) -> str:
-        rows = "".join(
-            f"<tr><td>{escape(p.found_by)}</td><td>{escape(CLASS_LABELS.get(p.classification, p.classification))}"
-            f"{' (narrator only)' if p.hidden else ''}</td><td>{escape(p.filename)}</td>"
-            f"<td>{escape(p.heading)}</td><td>{p.number}</td><td>{p.score:.3f}</td><td>{p.cost}</td></tr>"
-            for p in self.passages
-        )
-        head = "<tr><th>found by</th><th>class</th><th>file</th><th>heading</th><th>passage</th>" \
-               "<th>score</th><th>tokens</th></tr>"
-        return (f"<div><p>{escape(self.report.get('summary', ''))}</p>"
-                + (f"<table>{head}{rows}</table>" if rows else "") + "</div>")
+        rows = [(p.found_by, f"{CLASS_LABELS.get(p.classification, p.classification)}"
+                 f"{' (narrator only)' if p.hidden else ''}", p.filename, p.heading, p.number, f"{p.score:.3f}", p.cost)
+                for p in self.passages]
+        header = ["found by", "class", "file", "heading", "passage", "score", "tokens"]
+        return html.tag("div", html.tag("p", self.report.get("summary", ""))
+                        + (html.table(rows, header=header) if rows else ""))
 
 
 # ---------------------------------------------------------------- loading

@@ -39,12 +39,12 @@ MAX_EMBED_BATCH = 32
 STORY_KINDS = ("player", "direction", "narrator")
 
 
-def on_path(path: Path):
-    return path.clause(MemoryRow.branch_id, MemoryRow.depth)
+def on_path(path: Path, after: int | None = None):
+    return path.clause(MemoryRow.branch_id, MemoryRow.depth, after=after)
 
 
 def story_after(session, path: Path, after: int, limit: int | None = None) -> list[NodeRow]:
-    query = (select(NodeRow).where(path.clause(), NodeRow.depth > after, NodeRow.kind.in_(STORY_KINDS))
+    query = (select(NodeRow).where(path.clause(after=after), NodeRow.kind.in_(STORY_KINDS))
              .order_by(NodeRow.depth))
     return list(session.scalars(query.limit(limit) if limit else query))
 
@@ -135,10 +135,17 @@ def write_due_memories(db, campaign_id: int, narrator, model_name: str = "") -> 
 
 
 def set_vector(session, memory: MemoryRow, vector, model_id: str, database: str) -> None:
-    """The only writer of a memory's vector; it drops the cached copy."""
+    """The only writer of a memory's vector; it drops the cached copy (in
+    every open copy of the file at `database`), now and again once the write
+    commits: a recall in between reads the old vector from its snapshot, and
+    would otherwise keep it."""
+    from sqlalchemy import event  # here, not at the top: this function alone uses it
+
     memory.vector = pack(vector) if vector is not None else None
     memory.vector_model = model_id if vector is not None else ""
-    CACHE.drop((database, memory.campaign_id, KIND), memory.id)
+    where, row_id = (database, memory.campaign_id, KIND), memory.id
+    CACHE.drop(where, row_id)
+    event.listen(session, "after_commit", lambda _session: CACHE.drop(where, row_id), once=True)
 
 
 def embed_pending(db, campaign_id: int, embedder) -> int:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 from sqlalchemy import select
 
 from ..context import tokens
@@ -38,9 +37,11 @@ class Recall:
         return [m["id"] for m in self.used]
 
 
-def query_text(session, path: Path, pending: str = "") -> str:
-    """The newest story nodes, the reader's new input counted among them."""
-    texts = recent_story(session, path, RECALL_NODES)
+def query_text(session, path: Path, pending: str = "", recent: list[str] | None = None) -> str:
+    """The newest story nodes, the reader's new input counted among them.
+    `recent` (the newest story texts, oldest first) spares a read when the
+    caller has them already: the turn reads them once for memories, cards and knowledge."""
+    texts = recent_story(session, path, RECALL_NODES) if recent is None else recent[-RECALL_NODES:]
     texts = (texts + [pending])[-RECALL_NODES:] if pending else texts
     return tokens.last("\n\n".join(texts), RECALL_TOKENS)
 
@@ -53,11 +54,12 @@ def _catalogue(session, path: Path, model_id: str) -> list[tuple[int, bool, str]
         .where(on_path(path), MemoryRow.forgotten.is_(False), MemoryRow.vector_model == model_id)).all()
 
 
-def recall(session, campaign_id: int, path: Path, embedder, top_k: int, database: str, pending: str = "") -> Recall:
+def recall(session, campaign_id: int, path: Path, embedder, top_k: int, pending: str = "",
+           recent: list[str] | None = None) -> Recall:
     if embedder is None:
         return Recall(report={"used": [], "error": "No embedder is configured, so no memories are recalled."})
     catalogue = _catalogue(session, path, embedder.model_id)
-    query = query_text(session, path, pending)
+    query = query_text(session, path, pending, recent)
     if not catalogue or not query.strip():
         return Recall(report={"used": [], "considered": len(catalogue), "suppressed": [], "error": None})
     try:
@@ -69,9 +71,12 @@ def recall(session, campaign_id: int, path: Path, embedder, top_k: int, database
     def load(missing):
         return dict(session.execute(select(MemoryRow.id, MemoryRow.vector).where(MemoryRow.id.in_(missing))).all())
 
-    vectors = CACHE.get(cache_key(database, campaign_id, embedder.model_id), ids, load)  # unit vectors
-    ids = [i for i in ids if i in vectors]
-    scores = dict(zip(ids, cosines(np.stack([vectors[i] for i in ids]), q).tolist(), strict=True)) if ids else {}
+    # Unit vectors as one matrix, row for row with `vectors.ids` (the ids that
+    # have one); the same matrix every turn the bank is unchanged. Keyed by the
+    # open database behind `session`, not by its path, which a file made again
+    # at that path would share.
+    vectors = CACHE.get(cache_key(session, campaign_id, embedder.model_id), ids, load)
+    scores = dict(zip(vectors.ids, cosines(vectors.vectors, q).tolist(), strict=True))
     meta = {c[0]: c for c in catalogue}
     chosen, suppressed = _choose(sorted(scores, key=scores.get, reverse=True), meta, vectors, max(1, top_k))
     rows = {r.id: r for r in session.scalars(select(MemoryRow).where(MemoryRow.id.in_(chosen)))}

@@ -61,7 +61,7 @@ def summarise_if_due(db, campaign_id: int, narrator, model_name: str = "") -> bo
             return False
         head = tree.head_node()
         caught_up = (head.branch_id, head.depth)  # read before the call: a turn landing meanwhile is not "read"
-        memories = s.scalars(select(MemoryRow.text).where(on_path(path), MemoryRow.depth > anchor)
+        memories = s.scalars(select(MemoryRow.text).where(on_path(path, after=anchor))
                              .order_by(MemoryRow.depth)).all()
         events = "\n".join(f"- {m}" for m in memories) or tokens.last(
             "\n\n".join(n.text for n in uncovered), EXCERPT_TOKENS)

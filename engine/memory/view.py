@@ -4,8 +4,8 @@ from __future__ import annotations
 import pandas as pd
 from sqlalchemy import select
 
+from .. import html
 from ..errors import NotAllowed, NotFound
-from ..html import escape  # html.escape, plus bidi controls, NUL and lone surrogates made visible
 from ..store import CampaignRow
 from ..store.memory_tables import MemoryRow
 from ..story import StoryTree
@@ -103,11 +103,13 @@ class MemoryBank:
     def _repr_html_(self) -> str:
         df = self.frame()
         if df.empty:
-            return "<p>No memories yet: the first is written once the story has 12 settled story nodes.</p>"
-        rows = "".join(
-            f"<tr style='{'color:#999' if r.forgotten or not r.on_path else ''}'><td>{r.id}</td>"
-            f"<td>{'[inferred] ' if r.authority == 'heuristic' else ''}{escape(r.text)}</td>"
-            f"<td>{r.source_start}–{r.source_end}</td><td>{'📌' if r.pinned else ''}</td>"
-            f"<td>{'forgotten' if r.forgotten else ''}</td><td>{r.use_count}</td></tr>" for r in df.itertuples())
-        return ("<table><tr><th>id</th><th>memory</th><th>covers</th><th>pinned</th><th></th><th>used</th></tr>"
-                f"{rows}</table>")
+            return html.tag("p", "No memories yet: the first is written once the story has 12 settled story nodes.")
+        head = html.tag("tr", html.Html("").join(
+            html.tag("th", h) for h in ("id", "memory", "covers", "pinned", "", "used")))
+        rows = html.Html("").join(
+            html.tag("tr", html.Html("").join(html.tag("td", cell) for cell in (
+                r.id, ("[inferred] " if r.authority == "heuristic" else "") + r.text, f"{r.source_start}–{r.source_end}",
+                "📌" if r.pinned else "", "forgotten" if r.forgotten else "", r.use_count)),
+                style="color:#999" if r.forgotten or not r.on_path else "")
+            for r in df.itertuples())
+        return html.tag("table", head + rows)

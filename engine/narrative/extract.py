@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import itertools
 import json
 import re
@@ -128,11 +129,22 @@ _NAMES = "|".join(re.escape(name) for name in SPECS)
 _STATE_FENCE_RE = re.compile(r"```state[^\S\n]*(?:\n|(?=[\[{]))(.*?)```", re.DOTALL | re.IGNORECASE)
 _FENCE_TOKEN_RE = re.compile(r"```([A-Za-z]*)")
 _PROTOCOL_RE = re.compile(rf"""["']events["']\s*:|["']type["']\s*:\s*["'](?:{_NAMES})["']""", re.IGNORECASE)
-_EVENT_CALL_RE = re.compile(rf"^[ \t]*(?:>[ \t]*)?(?:{_NAMES})[ \t]*\(", re.IGNORECASE)
-_LINE_OBJECT_RE = re.compile(r"^[ \t]*(?:>[ \t]*)?\{", re.MULTILINE)
-_QUOTE_RE = re.compile(r"^[ \t]*>[ \t]?")
+_KEYWORD_RE = re.compile("events|type", re.IGNORECASE)  # a word every protocol marker holds
+_EVENT_CALL_RE = re.compile(rf"^[ \t]*(?:>[ \t]*)?(?:{_NAMES})[ \t]*\(", re.IGNORECASE | re.MULTILINE)
+# A line opening an object, quoted or not, that could be a proposal. A line
+# whose object closes on it with no quote or colon inside, as `> {}` or
+# `{ x }`, is passed over: it holds no key, so it is no proposal and ends
+# nothing, and 100 KB of `> {}` lines took 0.13 s read one by one.
+_OBJECT_LINE_RE = re.compile(r'^[ \t]*(?:>[ \t]*)?\{(?![^\n{}"\\:]*\})', re.MULTILINE)
+# A line opening an object once the quote markers are off.
+_BARE_OBJECT_RE = re.compile(r"^[ \t]*\{", re.MULTILINE)
+_QUOTE_RE = re.compile(r"^[ \t]*>[ \t]?", re.MULTILINE)
 _STATE_HEADING_RE = re.compile(r"^[ \t>*#_]*state[ \t*_:]*$", re.IGNORECASE)
 _DECORATION_RE = re.compile(r"^[\s#>*_]+|[\s*_]+$")
+# A whole line that _section_heading takes for one of ours, to find in one search.
+_SECTION_LINE_RE = re.compile(
+    rf"^(?:[^\S\n]|[#>*_])*(?:{'|'.join(map(re.escape, render.SECTION_HEADINGS))})(?:[^\S\n]|[*_])*$", re.MULTILINE
+)
 # The hint's wording, in the project's form and the reference's; a narrator
 # rewords the front and keeps one of these. "[Hard limit: forty days]" has none.
 _HINT_WORDS_RE = re.compile(
@@ -146,9 +158,17 @@ _DANGLING_STATE_RE = re.compile(r"```state[^\S\n]*(?:\n|(?=[\[{])|\Z)", re.IGNOR
 _DANGLING_JSON_RE = re.compile(r"```json\b((?:(?!```).)*)\Z", re.DOTALL | re.IGNORECASE)
 _EMPTY_OPENER_RE = re.compile(r"```(?:json)?[ \t]*", re.IGNORECASE)
 _SCENE_AT_RE = re.compile(r"\(at [^()\n]+\)\s*$")
+# What a tail rule other than the dangling ```json keys on in the last line.
+_STIRRING_RE = re.compile(r"[\[\]`>]|state|scene", re.IGNORECASE)
+_UNLIKE_AN_OPENING_RE = re.compile(r'[^\s{"evnts]')  # not in an opening `{"events` cut short
 _BLANK_RUN_RE = re.compile(r"\n{3,}")
 _FENCE_LINE_RE = re.compile(r"^[^\S\n]*```", re.MULTILINE)
 _SPECIAL_RE = re.compile(r'[{}"\\]')
+# Everything up to the next brace outside a string, then that brace: a string
+# is passed over whole, so a scan takes a step per brace, not per character.
+# Possessive, so a string never closed ends the scan instead of being re-read.
+_NEXT_BRACE_RE = re.compile(r'(?:[^{}"]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+([{}])', re.DOTALL)
+_DECODER = json.JSONDecoder()
 # A state block is a few hundred characters; Python's literal parser is only
 # tried below this size, so a pathological reply cannot make it crawl.
 MAX_LITERAL_CHARS = 20_000
@@ -166,16 +186,24 @@ def _tolerant_load(raw: str) -> Any:
     text = raw.strip()
     if not text:
         return None
-    straight = text.replace("“", '"').replace("”", '"')
-    for candidate in (text, straight, re.sub(r",\s*([}\]])", r"\1", straight)):
+    for candidate in _forgiven(text):
         try:
-            return json.JSONDecoder().raw_decode(candidate)[0]
+            return _DECODER.raw_decode(candidate)[0]
         except ValueError:
             pass
     try:
         return ast.literal_eval(text) if len(text) < MAX_LITERAL_CHARS else None
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
+
+
+def _forgiven(text: str):
+    """The text, then with typographic quotes straightened, then also without trailing
+    commas: each made only if the one before failed to parse."""
+    yield text
+    straight = text.replace("“", '"').replace("”", '"')
+    yield straight
+    yield re.sub(r",\s*([}\]])", r"\1", straight)
 
 
 def _is_event(item: Any) -> bool:
@@ -186,6 +214,11 @@ def _looks_like_proposal(parsed: Any) -> bool:
     if isinstance(parsed, dict):
         return isinstance(parsed.get("events"), list) or _is_event(parsed)
     return isinstance(parsed, list) and bool(parsed) and all(map(_is_event, parsed))
+
+
+def _may_be_proposal(raw: str) -> bool:
+    """Whether parsing `raw` could find a proposal: every one holds a key and a closing brace."""
+    return ":" in raw and "}" in raw
 
 
 def _events_of(parsed: Any) -> list | None:
@@ -229,27 +262,23 @@ class _Braces:
 
     def _scan(self, start: int) -> None:
         stack: list[int] = []
-        in_string, skip = False, -1
-        for match in _SPECIAL_RE.finditer(self.text, start):
-            char, position = match.group(), match.start()
-            if position == skip:
-                continue  # the character after a backslash
-            if in_string:
-                skip = position + 1 if char == "\\" else skip
-                in_string = char != '"'
-            elif char == '"':
-                in_string = True
-            elif char == "{":
-                stack.append(position)
-            elif char == "}" and stack:
-                self.known[stack.pop()] = position + 1
+        position = start
+        while match := _NEXT_BRACE_RE.match(self.text, position):
+            position = match.end()
+            if match.group(1) == "{":
+                stack.append(position - 1)
+            elif stack:
+                self.known[stack.pop()] = position
         self.known.update(dict.fromkeys(stack))
         self.known.setdefault(start, None)
 
 
 # ------------------------------------------------------------ the blocks
 
-@dataclass(frozen=True)
+_UNREAD = object()
+
+
+@dataclass
 class _Block:
     """One proposal found in the text: where it sat, what it said, what came out."""
 
@@ -257,13 +286,19 @@ class _Block:
     start: int
     end: int
     raw: str
-    parsed: Any
     cut: str
+    _parsed: Any = field(default=_UNREAD, repr=False)
+
+    @property
+    def parsed(self) -> Any:
+        """Parsed when first asked: of 100 KB of stacked fences only the chosen one ever is."""
+        if self._parsed is _UNREAD:
+            self._parsed = _tolerant_load(self.raw)
+        return self._parsed
 
 
 def _block(rule: str, text: str, start: int, end: int, raw: str) -> _Block:
-    raw = raw.strip()
-    return _Block(rule, start, end, raw, _tolerant_load(raw), text[start:end])
+    return _Block(rule, start, end, raw.strip(), text[start:end])
 
 
 def _state_fences(text: str) -> list[_Block]:
@@ -271,14 +306,21 @@ def _state_fences(text: str) -> list[_Block]:
 
 
 def _json_fences(text: str) -> list[_Block]:
-    """Paired ```json or bare fences that hold a proposal; a story's own code stays."""
+    """Paired ```json or bare fences that hold a proposal; a story's own code stays.
+
+    A body is parsed only if it could hold a proposal, and with no closing
+    brace or protocol marker anywhere none can: pairing and parsing 100 KB
+    of stacked fences took about 65 ms.
+    """
+    if "}" not in text and not _reads_as_protocol(text):
+        return []
     tokens = [t for t in _FENCE_TOKEN_RE.finditer(text) if t.group(1).lower() != "state"]
     found = []
     for opener, closer in zip(tokens[::2], tokens[1::2], strict=False):
         if opener.group(1).lower() not in ("", "json"):
             continue
         block = _block(RULE_JSON_FENCE, text, opener.start(), closer.end(), text[opener.end():closer.start()])
-        if _looks_like_proposal(block.parsed) or _reads_as_protocol(block.raw):
+        if _reads_as_protocol(block.raw) or (_may_be_proposal(block.raw) and _looks_like_proposal(block.parsed)):
             found.append(block)
     return found
 
@@ -286,6 +328,8 @@ def _json_fences(text: str) -> list[_Block]:
 def _trailing_object(text: str) -> list[_Block]:
     """The outermost object that closes exactly at the end of the reply, if a proposal."""
     end, braces = len(text.rstrip()), _Braces(text)
+    if not text.endswith("}", 0, end) or ":" not in text:
+        return []  # no object closes there, or none is a proposal: no need to scan every brace
     for match in re.finditer(r"\{", text):
         if braces.end(match.start()) == end:
             start = _line_start_if_bare(text, match.start())
@@ -331,7 +375,10 @@ def _event_call_lines(text: str) -> tuple[str, list[str]]:
     """R1: whole lines opening with a call to one of our events, outside code fences.
 
     The names come from SPECS, so a story's own `open_door(north)` is no match.
+    One search settles the usual reply, which has none.
     """
+    if "(" not in text or not _EVENT_CALL_RE.search(text):
+        return text, []
     kept, removed, in_fence = [], [], False
     for line in text.split("\n"):
         if line.lstrip().startswith("```"):
@@ -443,7 +490,8 @@ def _line_object(text: str, line_start: int, braces: _Braces) -> tuple[bool, _Bl
     A quoted object is read with its `>` markers off, across its run of quoted
     lines; an unclosed quoted object takes its whole run with it.
     """
-    spans, body, closing = _quoted_object(text, line_start)
+    quoted = _QUOTE_RE.match(text, line_start) is not None
+    spans, body, closing = _quoted_object(text, line_start) if quoted else ([], "", None)
     if spans:
         opening = body.find("{")
         if closing is None:
@@ -455,10 +503,14 @@ def _line_object(text: str, line_start: int, braces: _Braces) -> tuple[bool, _Bl
         if closing is None:
             return False, None, _line_end(text, line_start)
         end = _line_end(text, closing)
-    if body[closing:_line_end(body, closing)].strip():
-        return True, None, end  # prose after the brace: a story's own braces
-    block = _block(RULE_INLINE_PROPOSAL, text, _heading_above(text, line_start), end, body[opening:closing])
-    return True, (block if _looks_like_proposal(block.parsed) else None), end
+    raw = body[opening:closing].strip()
+    if body[closing:_line_end(body, closing)].strip() or not _may_be_proposal(raw):
+        return True, None, end  # prose after the brace (a story's own braces), or no key at all
+    parsed = _tolerant_load(raw)
+    if not _looks_like_proposal(parsed):
+        return True, None, end
+    start = _heading_above(text, line_start)
+    return True, _Block(RULE_INLINE_PROPOSAL, start, end, raw, text[start:end], parsed), end
 
 
 def _inline_proposals(text: str) -> tuple[str, list[_Block]]:
@@ -467,10 +519,15 @@ def _inline_proposals(text: str) -> tuple[str, list[_Block]]:
     Outermost first: a proposal's own event objects open lines too, and one of
     them must never pass for the whole proposal. An unclosed object with
     protocol after it ends the search, since everything after it lies inside it.
+    Past both the last closing brace and the last marker no object can close
+    or end the search, so the lines there are not read at all.
     """
     braces, last_marker = _Braces(text), _last_protocol(text)
+    horizon = max(last_marker, text.rfind("}"))
     found, skip_until = [], 0
-    for match in _LINE_OBJECT_RE.finditer(text):
+    for match in _OBJECT_LINE_RE.finditer(text) if horizon >= 0 else ():
+        if match.start() > horizon:
+            break
         if match.start() < skip_until:
             continue
         closed, block, skip_until = _line_object(text, match.start(), braces)
@@ -528,7 +585,12 @@ def _pasted_block(lines: list[str], first: int) -> tuple[int, int, bool]:
 
 
 def _pasted_sections(text: str) -> tuple[str, list[str]]:
-    """A copy of the rendered state section, pasted or imitated, keyed on our headings."""
+    """A copy of the rendered state section, pasted or imitated, keyed on our headings.
+
+    A reply holding none of our headings anywhere is settled without reading a line.
+    """
+    if not any(heading in text for heading in render.SECTION_HEADINGS) or not _SECTION_LINE_RE.search(text):
+        return text, []
     lines = text.split("\n")
     drop, removed, index = set(), [], 0
     while index < len(lines):
@@ -566,40 +628,81 @@ def _is_echoed_instruction(inner: str) -> bool:
     )
 
 
-def _echoed_bracket(text: str, instruction_cut: bool, last: int) -> tuple[int, str] | None:
+def _echoed_bracket(tail: _Tail, instruction_cut: bool) -> tuple[int, str] | None:
     """R2/R5: a final bracket that is one of our instructions, closed or cut off.
 
     Once one instruction came off, a bracket merely opening like the length
     hint is taken too: a narrator rewords the rest. On its own, an in-world
     "[Hard limit: forty days]" stays.
     """
-    # `last` is the final "[": neither pattern lets a bracket follow its own, so a match starts there.
-    for pattern in (_CLOSED_BRACKET_RE, _OPEN_BRACKET_RE):
-        match = pattern.match(text, last) if last >= 0 else None
-        if match is None:
-            continue
-        inner = match.group(1)
-        if _is_length_hint(inner):
-            return match.start(), RULE_LENGTH_HINT
-        if _is_echoed_instruction(inner) or (instruction_cut and _opens_like_hint(inner)):
-            return match.start(), RULE_INSTRUCTION_TAIL
+    text, end, last = tail.text, tail.end, tail.last_bracket()
+    # Neither pattern lets a bracket follow its own, so a match starts at the
+    # final "[": a closed one only when the reply ends in "]", an open one
+    # only when that "[" is on the last line. Trying both from a "[" far back
+    # read the whole text again on every pass.
+    if last < 0:
+        return None
+    if text.endswith("]", 0, end):
+        pattern = _CLOSED_BRACKET_RE
+    elif last > text.rfind("\n", 0, end):
+        pattern = _OPEN_BRACKET_RE
+    else:
+        return None
+    match = pattern.match(text, last, end)
+    if match is None:
+        return None
+    inner = match.group(1)
+    if _is_length_hint(inner):
+        return match.start(), RULE_LENGTH_HINT
+    if _is_echoed_instruction(inner) or (instruction_cut and _opens_like_hint(inner)):
+        return match.start(), RULE_INSTRUCTION_TAIL
     return None
 
 
-def _dangling_state_fence(text: str, tail: _Tail) -> int | None:
+def _dangling_state_fence(tail: _Tail) -> int | None:
     """Our own label opens nothing but protocol, so an unclosed one ends the story."""
-    return tail.first_state_opener(text)
+    return tail.first_state_opener()
 
 
-def _dangling_json_fence(text: str, last: int) -> int | None:
+def _dangling_json_fence(tail: _Tail) -> int | None:
     """An unclosed ```json goes only when what follows is ours: a story may leave code open."""
-    # `last` is where the final ``` starts: the body holds no fence, so an unclosed opener is the last one.
-    match = _DANGLING_JSON_RE.match(text, last) if last >= 0 else None
+    # The body holds no fence, so an unclosed opener is the last ``` there is.
+    last = tail.last_fence()
+    match = _DANGLING_JSON_RE.match(tail.text, last, tail.end) if last >= 0 else None
     if match is None:
         return None
     body = match.group(1).strip()
     cut_at_start = body.startswith("{") and '"events"'.startswith(body[1:].strip())
     return match.start() if cut_at_start or _reads_as_protocol(body) else None
+
+
+def _trailing_state_heading(tail: _Tail) -> int | None:
+    start, line = tail.last_line()
+    return start if start is not None and _is_state_heading(line) else None
+
+
+def _bare_quote_marker(tail: _Tail) -> int | None:
+    start, line = tail.last_line()
+    return start if start is not None and line.strip() == ">" else None
+
+
+def _empty_fence_opener(tail: _Tail) -> int | None:
+    """R4: an empty ``` or ```json last line, only when it opens (odd fence count)."""
+    start, line = tail.last_line()
+    if start is None or not _EMPTY_OPENER_RE.fullmatch(line.strip()):
+        return None
+    return start if tail.fence_lines() % 2 else None
+
+
+def _trailing_scene_line(tail: _Tail, protocol_cut: bool) -> int | None:
+    """R3: the renderer's scene line left last, known by its `(at …)` or by company.
+
+    A screenplay's closing "Scene: Night." in a reply with no protocol stays.
+    """
+    start, line = tail.last_line()
+    if start is None or not line.strip().startswith(render.HEADING_SCENE + " "):
+        return None
+    return start if protocol_cut or _SCENE_AT_RE.search(line) else None
 
 
 def _truncated_object(text: str) -> int | None:
@@ -608,133 +711,269 @@ def _truncated_object(text: str) -> int | None:
     A reply that hits its token limit ends inside its block. Cutting at the
     outer brace matters: the finished event objects inside it close, and a cut
     at the last of them left the list above it in the story. Quote markers
-    come off every line first, as a quoted block was truncated too.
+    come off every line first, as a quoted block was truncated too. Only an
+    object opening before the last marker can be cut, so without one nothing
+    is walked.
     """
-    lines = text.split("\n")
-    bare = [_QUOTE_RE.sub("", line, count=1) for line in lines]
-    starts, bare_starts = _line_starts(lines), _line_starts(bare)
-    body = "\n".join(bare)
-    braces, last_marker, index = _Braces(body), _last_protocol(body), 0
-    while index < len(lines):
-        if not _LINE_OBJECT_RE.match(lines[index]):
-            index += 1
-            continue
-        brace = bare[index].index("{")
-        closing = braces.end(bare_starts[index] + brace)
+    if "{" not in text or not _KEYWORD_RE.search(text):
+        return None  # no object, or no marker (taking quote markers off makes no word): nothing to cut
+    body = _QUOTE_RE.sub("", text)
+    braces, last_marker, resume = _Braces(body), _last_protocol(body), 0
+    for match in _BARE_OBJECT_RE.finditer(body):
+        brace = match.end() - 1
+        if brace > last_marker:
+            return None
+        if brace < resume:
+            continue  # inside an object that closed: one of its own events
+        closing = braces.end(brace)
         if closing is not None:
-            index = bisect.bisect_right(bare_starts, closing - 1)  # the line after the close
-        elif _looks_json_ish(bare[index][brace + 1:]):
-            return starts[index] if bare_starts[index] + brace <= last_marker else None
-        else:
-            index += 1
+            resume = closing
+        elif _looks_json_ish(body[brace + 1:_line_end(body, brace)]):
+            return _line_start(text, body.count("\n", 0, brace))
     return None
 
 
-def _line_starts(lines: list[str]) -> list[int]:
-    return list(itertools.accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
+def _line_start(text: str, index: int) -> int:
+    """Where line `index` (from 0) of the text begins."""
+    return len(text) - len(text.split("\n", index)[-1])
 
 
-def _last_line_start(text: str) -> int | None:
-    """Where the final line begins, or None for a one-line reply, which is never cut away."""
-    position = text.rfind("\n")
-    return None if position == -1 else position + 1
-
-
-def _trailing_state_heading(text: str) -> int | None:
-    start = _last_line_start(text)
-    return start if start is not None and _is_state_heading(text[start:]) else None
-
-
-def _bare_quote_marker(text: str) -> int | None:
-    start = _last_line_start(text)
-    return start if start is not None and text[start:].strip() == ">" else None
-
-
-def _empty_fence_opener(text: str, tail: _Tail) -> int | None:
-    """R4: an empty ``` or ```json last line, only when it opens (odd fence count)."""
-    start = _last_line_start(text)
-    if start is None or not _EMPTY_OPENER_RE.fullmatch(text[start:].strip()):
-        return None
-    return start if tail.fence_lines(text) % 2 else None
-
-
-def _trailing_scene_line(text: str, protocol_cut: bool) -> int | None:
-    """R3: the renderer's scene line left last, known by its `(at …)` or by company.
-
-    A screenplay's closing "Scene: Night." in a reply with no protocol stays.
-    """
-    start = _last_line_start(text)
-    if start is None or not text[start:].strip().startswith(render.HEADING_SCENE + " "):
-        return None
-    return start if protocol_cut or _SCENE_AT_RE.search(text[start:]) else None
+def _rstripped_end(text: str, end: int) -> int:
+    """len(text[:end].rstrip()), read back from `end` instead of copying the text."""
+    if end and not text[end - 1].isspace():
+        return end
+    size = 16
+    while end > 0:
+        chunk = text[max(end - size, 0):end]
+        kept = len(chunk.rstrip())
+        if kept:
+            return end - len(chunk) + kept
+        end, size = end - len(chunk), size * 4
+    return 0
 
 
 class _Tail:
-    """What the tail rules ask of the whole text, computed once.
+    """The reply as the tail rules leave it: one text, where it now ends, and the cuts.
 
-    The tail loop only ever cuts the text back to a prefix of where it began,
-    so where the first state opener sits and where fence lines begin can be
-    read off the starting text for every later prefix. Searching afresh on
-    each pass made a reply of stacked leftovers quadratic: 16 s for 100 KB of
-    repeated state fences, 14 s for 45 KB of repeated json fences.
+    The tail rules only ever cut the reply back to a prefix of itself, so the
+    tail keeps where it ends instead of copying the text at every cut, and
+    what a rule asks of the whole text (where fences, brackets and the first
+    state opener sit) is read once, off the text it began as. Searching afresh
+    on each pass made a reply of stacked leftovers quadratic: 16 s for 100 KB
+    of repeated state fences, 14 s for 45 KB of repeated json fences.
     """
 
-    def __init__(self, text: str):
-        self.text = text
+    def __init__(self, text: str, removals: list[tuple[str, str]]):
+        self.text, self.end, self.removals = text, len(text), removals
         self.state = _DANGLING_STATE_RE.search(text)
-        # Just past the ``` of each line that opens with one, in order.
-        self.fence_ends = [m.end() for m in _FENCE_LINE_RE.finditer(text)]
-        self.brackets = [m.start() for m in re.finditer(r"\[", text)]
-        self.fences = [m.start() for m in re.finditer("(?=```)", text)]
+        self._found: dict[str, int] = {}
+        self._last_line: tuple[int, int | None, str] = (-1, None, "")  # (end, start, line)
 
-    def _prefix(self, text: str) -> bool:
-        """Cheap: cut_from only ever keeps a prefix, so length and last character suffice."""
-        n = len(text)
-        return n <= len(self.text) and (n == 0 or self.text[n - 1] == text[-1])
+    @functools.cached_property
+    def fence_ends(self) -> list[int]:
+        """Just past the ``` of each line that opens with one, in order."""
+        return [m.end() for m in _FENCE_LINE_RE.finditer(self.text)]
 
-    def _last(self, text: str, starts: list[int], needle: str) -> int:
-        """Where the last `needle` in `text` starts (-1: none), as `text.rfind(needle)`."""
-        if not self._prefix(text):
-            return text.rfind(needle)
-        i = bisect.bisect_right(starts, len(text) - len(needle)) - 1
-        return starts[i] if i >= 0 else -1
+    @property
+    def prefix(self) -> str:
+        return self.text[:self.end]
 
-    def last_bracket(self, text: str) -> int:
-        return self._last(text, self.brackets, "[")
+    def last_line(self) -> tuple[int | None, str]:
+        """(where the last line starts, the line); None for a one-line text, which is never cut away."""
+        if self._last_line[0] != self.end:
+            start = self.text.rfind("\n", 0, self.end) + 1
+            self._last_line = (self.end, start if start else None, self.text[start:self.end])
+        return self._last_line[1:]
 
-    def last_fence(self, text: str) -> int:
-        return self._last(text, self.fences, "```")
+    def _last(self, needle: str) -> int:
+        """text.rfind(needle), searching back only from where it was last found.
 
-    def first_state_opener(self, text: str) -> int | None:
-        if not self._prefix(text):
-            found = _DANGLING_STATE_RE.search(text)
-            return None if found is None else found.start()
-        if self.state is not None and self.state.end() <= len(text):
+        The end only moves back, so a needle found before the end still is
+        the last one; each stretch of text is searched at most once.
+        """
+        found = self._found.get(needle)
+        if found is None or found + len(needle) > self.end:
+            found = self._found[needle] = self.text.rfind(needle, 0, self.end)
+        return found
+
+    def last_bracket(self) -> int:
+        return self._last("[")
+
+    def last_fence(self) -> int:
+        return self._last("```")
+
+    def first_state_opener(self) -> int | None:
+        if self.state is not None and self.state.end() <= self.end:
             return self.state.start()
-        # Cut inside or before it: only an opener ending the prefix can match now.
-        last = self.last_fence(text)
-        found = _DANGLING_STATE_RE.match(text, last) if last >= 0 else None
+        # Cut inside or before it: only an opener ending the text can match now.
+        last = self.last_fence()
+        found = _DANGLING_STATE_RE.match(self.text, last, self.end) if last >= 0 else None
         return None if found is None else found.start()
 
-    def fence_lines(self, text: str) -> int:
-        if not self._prefix(text):
-            return sum(1 for line in text.split("\n") if line.lstrip().startswith("```"))
-        return bisect.bisect_right(self.fence_ends, len(text))
+    def fence_lines(self) -> int:
+        return bisect.bisect_right(self.fence_ends, self.end)
+
+    def cut(self, start: int, rule: str) -> None:
+        """Cuts from `start` on, leaving what text[:start].rstrip() would."""
+        self.removals.append((rule, self.text[start:self.end].strip()))
+        self.end = _rstripped_end(self.text, start)
+
+    def cut_lines(self, start: int, rule: str, run: _LineRun | None) -> None:
+        """Cuts the last line from `start`, and with it the run of its kind it ends, if any."""
+        first = run.start(self.text, self.end) if run is not None else None
+        if first is None or first == start:
+            self.cut(start, rule)
+            return
+        lines = filter(None, map(str.strip, reversed(self.text[first:self.end].split("\n"))))
+        for line, same in itertools.groupby(lines):  # a removal a line, one tuple for equal ones
+            self.removals += [(rule, line)] * len(list(same))
+        self.end = _rstripped_end(self.text, first)
+
+
+# ------------------------------------------------------------ the tail, stacked
+# A pass of the tail loop cuts a leftover or two, and 100 KB of one leftover
+# stacked over and over is up to 50,000 passes. What follows makes many of
+# those passes at once, each only where it can tell they would cut just that:
+# a run of lines of one kind, a run of dangling ```json fences, and copies,
+# above it, of the block a pass cut. Every cut is still a removal of its own.
+
+class _LineRun:
+    """The run of lines of one kind that a tail rule would cut one pass at a time.
+
+    When such a rule makes the first cut of a pass and the line above is of
+    its kind too, the next pass cuts that line and nothing else. The rules
+    before it saw the text and cut nothing, and taking a line of these kinds
+    off changes nothing they key on: the kinds exclude one another, none
+    holds a bracket or a backtick, so no fence or bracket comes to the end,
+    and the ```json body above only gets shorter, ending in a line no opening
+    `{"events` ends in. So the run goes at once: a pass a line took 0.17 s for
+    100 KB of `>` lines.
+    """
+
+    def __init__(self, line: str):
+        self.line = re.compile(rf"^(?:{line})[^\S\n]*$", re.MULTILINE)
+        self.other = re.compile(rf"^(?![^\S\n]*$|(?:{line})[^\S\n]*$).+", re.MULTILINE)
+
+    def start(self, text: str, end: int) -> int | None:
+        """Where the run ending text[:end] begins, or None when its last line is not of the kind.
+
+        The first line of the text never belongs, as a one-line reply is never
+        cut away. The lines above are read back in stretches as long as the run
+        found so far, so finding a run costs about its own length, however
+        long the text above it.
+        """
+        last = text.rfind("\n", 0, end) + 1
+        if not last or not self.line.match(text, last, end):
+            return None
+        read = last  # text[read:end] holds lines of the kind and blank ones only
+        while read:
+            low = text.rfind("\n", 0, max(2 * read - end, 0)) + 1  # a line start
+            other = None
+            for match in self.other.finditer(text, low, read):
+                other = match  # the last line not of the kind
+            if other is not None:
+                return self.line.search(text, other.end(), end).start()
+            read = low
+        return self.line.search(text, text.find("\n", 0, end), end).start()  # below the first line
+
+
+_HEADING_RUN = _LineRun(r"[ \t>*#_]*(?i:state)[ \t*_:]*")
+_QUOTE_RUN = _LineRun(r"[^\S\n]*>")
+# Scene lines with no bracket or backtick, with and without protocol cut before them.
+_SCENE_RUNS = {
+    True: _LineRun(r"[^\S\n]*Scene: [^\[\]`\n]*[^\s\[\]`]"),
+    False: _LineRun(r"[^\S\n]*Scene: [^\[\]`\n]*\(at [^()\[\]`\n]+\)"),
+}
+
+
+def _cut_json_fences(tail: _Tail, start: int) -> None:
+    """Cuts the dangling ```json at `start`, then each one the passes after would cut.
+
+    A pass that cuts a dangling ```json goes on to cut a `State` heading it
+    leaves last. While the line left last then holds nothing another rule
+    keys on (a bracket, a backtick, a `>`, "state" or "scene"), the next pass
+    can only cut the next dangling ```json, so those passes run here without
+    asking the other rules, and copies of a block cut so go at once: 100 KB
+    of stacked fences is 11,111 passes.
+    """
+    text = tail.text
+    while start is not None:
+        end, cuts = tail.end, len(tail.removals)
+        tail.cut(start, RULE_DANGLING_JSON)
+        line = text.rfind("\n", 0, tail.end) + 1
+        if _STIRRING_RE.search(text, line, tail.end):
+            if not (line and _HEADING_RUN.line.match(text, line, tail.end) and _is_still(text, line)):
+                return  # another rule may fire: back to the pass, whose own rules take it
+            tail.cut(line, RULE_STATE_HEADING)
+        _cut_copies(tail, end, cuts)
+        start = _dangling_json_fence(tail)
+
+
+def _is_still(text: str, line_start: int) -> bool:
+    """Whether the line a cut from `line_start` leaves last holds nothing that any
+    tail rule but the ```json one keys on."""
+    end = _rstripped_end(text, line_start)
+    return not _STIRRING_RE.search(text, text.rfind("\n", 0, end) + 1, end)
+
+
+def _read_only_its_block(tail: _Tail, before: int) -> bool:
+    """Whether the pass just made read nothing but the block it cut (ending at
+    `before`) and the block above it, back to a line break, as _cut_copies needs.
+
+    So it did when the block holds no backtick, no closing bracket without
+    an opening one, and a character no opening `{"events` cut short holds:
+    no fence moved, so the ```state, ```json and empty-fence rules saw less of
+    what they had seen, and never such an opening; the bracket rule read the
+    block's own bracket or, meeting the line break first, none; the line
+    rules read the lines left last; and the flags stay as the pass left them.
+    """
+    block = tail.text[tail.end:before]
+    return "`" not in block and ("[" in block or "]" not in block) and bool(_UNLIKE_AN_OPENING_RE.search(block))
+
+
+def _cut_copies(tail: _Tail, end: int, cuts: int) -> None:
+    """Repeats the cut just made (the removals from `cuts` on, of the block that
+    ended at `end`) for each copy of that block standing above it.
+
+    The caller knows the cut read nothing but its block and the block above,
+    back to that one's last line break. So each copy in turn would be read
+    and cut just as this block was, but for the last, whose reading reaches
+    past the copies: it is left to the loop.
+    """
+    block = tail.text[tail.end:end]
+    if "\n" not in block:
+        return
+    repeats = _copies(tail.text, tail.end, block) - 1
+    if repeats > 0:
+        tail.removals.extend(tail.removals[cuts:] * repeats)
+        tail.end -= repeats * len(block)
+
+
+def _copies(text: str, end: int, block: str) -> int:
+    """How many copies of `block` end text[:end], back to back (found by doubling)."""
+    count, batch = 0, 1
+    while batch:
+        stop = end - count * len(block)
+        if stop >= batch * len(block) and text.endswith(block * batch, 0, stop):
+            count, batch = count + batch, batch * 2
+        else:
+            batch //= 2
+    return count
 
 
 _TAIL_RULES = (
-    (RULE_DANGLING_STATE, _dangling_state_fence),
-    (RULE_DANGLING_JSON, lambda text, tail: _dangling_json_fence(text, tail.last_fence(text))),
-    (RULE_STATE_HEADING, lambda text, tail: _trailing_state_heading(text)),
-    (RULE_QUOTE_MARKER, lambda text, tail: _bare_quote_marker(text)),
-    (RULE_EMPTY_FENCE, _empty_fence_opener),
+    (RULE_DANGLING_STATE, _dangling_state_fence, None),
+    (RULE_DANGLING_JSON, _dangling_json_fence, None),
+    (RULE_STATE_HEADING, _trailing_state_heading, _HEADING_RUN),
+    (RULE_QUOTE_MARKER, _bare_quote_marker, _QUOTE_RUN),
+    (RULE_EMPTY_FENCE, _empty_fence_opener, None),
 )
 
 
 # ------------------------------------------------------------ putting it together
 
 class _Cleaner:
-    """The reply as cleanup leaves it, and each piece taken out, by rule."""
+    """The reply as the whole-text steps leave it, and each piece taken out, by rule."""
 
     def __init__(self, text: str):
         self.text = text.strip()
@@ -747,53 +986,65 @@ class _Cleaner:
         self.removals += [(rule, (p.cut if isinstance(p, _Block) else p).strip()) for p in removed]
         return removed
 
-    def cut_from(self, start: int, rule: str) -> None:
-        self.removals.append((rule, self.text[start:].strip()))
-        self.text = self.text[:start].rstrip()
-
 
 def _clean(text: str, *, after_block: bool) -> tuple[str, list[_Block], list[tuple[str, str]]]:
-    """Removes what the block extraction could not, then trims the tail until stable.
+    """Removes what the block extraction could not, then trims the tail.
 
-    The tail loop repeats because one leftover hides another: a `State` heading
-    sat above an unfinished object, and a parroted reminder above an unclosed
-    fence. `after_block` says protocol already came out of this reply, which
-    makes a bare scene line at the end part of the same pasted tail.
+    `after_block` says protocol already came out of this reply, which makes a
+    bare scene line at the end part of the same pasted tail.
     """
     cleaner = _Cleaner(text)
     cleaner.drop(RULE_EVENT_CALL, _event_call_lines)
     inline = cleaner.drop(RULE_INLINE_PROPOSAL, _inline_proposals)
     cleaner.drop(RULE_PASTED_STATE, _pasted_sections)
-    protocol_cut, instruction_cut = after_block or bool(cleaner.removals), False
-    tail = _Tail(cleaner.text)
+    tail = _Tail(cleaner.text, cleaner.removals)
+    _trim(tail, protocol_cut=after_block or bool(cleaner.removals))
+    return tail.prefix, inline, tail.removals
+
+
+def _trim(tail: _Tail, protocol_cut: bool) -> None:
+    """Trims the tail until stable.
+
+    The loop repeats because one leftover hides another: a `State` heading
+    sat above an unfinished object, and a parroted reminder above an unclosed
+    fence.
+    """
+    instruction_cut = False
     while True:
-        before = cleaner.text
-        instruction_cut = _cut_tail(cleaner, tail, instruction_cut)
-        protocol_cut = protocol_cut or cleaner.text != before
-        start = _trailing_scene_line(cleaner.text, protocol_cut)
-        if start is not None:
-            cleaner.cut_from(start, RULE_SCENE_LINE)
-        if cleaner.text != before:
+        before, cuts = tail.end, len(tail.removals)
+        instruction_cut = _cut_tail(tail, instruction_cut)
+        protocol_cut = protocol_cut or tail.end != before
+        start = _trailing_scene_line(tail, protocol_cut)
+        if start is not None:  # a run only when it is the pass's first cut (see _LineRun)
+            tail.cut_lines(start, RULE_SCENE_LINE, _SCENE_RUNS[protocol_cut] if tail.end == before else None)
+        if tail.end != before:
+            if _read_only_its_block(tail, before):
+                _cut_copies(tail, before, cuts)
             continue
         # The one rule that reads the whole text runs only once the cheap
         # ones are stable, so stacked leftovers do not each pay for a scan.
-        start = _truncated_object(cleaner.text)
+        start = _truncated_object(tail.prefix)
         if start is None:
-            return cleaner.text, inline, cleaner.removals
-        cleaner.cut_from(start, RULE_TRUNCATED_OBJECT)
+            return
+        tail.cut(start, RULE_TRUNCATED_OBJECT)
         protocol_cut = True
 
 
-def _cut_tail(cleaner: _Cleaner, tail: _Tail, instruction_cut: bool) -> bool:
+def _cut_tail(tail: _Tail, instruction_cut: bool) -> bool:
     """One pass of the cheap tail rules; whether an instruction has come off."""
-    bracket = _echoed_bracket(cleaner.text, instruction_cut, tail.last_bracket(cleaner.text))
+    pass_start = tail.end
+    bracket = _echoed_bracket(tail, instruction_cut)
     if bracket is not None:
-        cleaner.cut_from(*bracket)
+        tail.cut(*bracket)
         instruction_cut = True
-    for rule, finder in _TAIL_RULES:
-        start = finder(cleaner.text, tail)
-        if start is not None:
-            cleaner.cut_from(start, rule)
+    for rule, finder, run in _TAIL_RULES:
+        start = finder(tail)
+        if start is None:
+            continue
+        if rule == RULE_DANGLING_JSON:
+            _cut_json_fences(tail, start)
+        else:  # a run only when it is the pass's first cut (see _LineRun)
+            tail.cut_lines(start, rule, run if tail.end == pass_start else None)
     return instruction_cut
 
 

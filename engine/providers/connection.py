@@ -45,7 +45,7 @@ class ConnectionReport:
         ]
         warn = html.tag("p", self.warning, style="color:#a15c00") if self.warning else ""
         fail = html.tag("p", self.detail, style="color:#b00020") if self.detail else ""
-        return str(html.tag("div", html.key_values(rows) + warn + fail))
+        return html.tag("div", html.key_values(rows) + warn + fail)
 
 
 def window_warning(window: windows.Window, budget: int, model: str) -> str | None:

@@ -35,15 +35,21 @@ class Path:
     segments: tuple[Segment, ...]
     depth: int
 
-    def clause(self, branch_col=NodeRow.branch_id, depth_col=NodeRow.depth) -> ColumnElement[bool]:
-        if not self.segments:
+    def clause(self, branch_col=NodeRow.branch_id, depth_col=NodeRow.depth, *,
+               after: int | None = None, upto: int | None = None) -> ColumnElement[bool]:
+        """On this path, and deeper than `after` / no deeper than `upto` when given.
+
+        The bounds are folded into each segment's range rather than added as
+        another `depth > ?` term: SQLite then used the segment's own lower
+        bound on the (branch, depth) index and walked the whole branch to find
+        seven nodes past the memory anchor (1 ms at 10,000 turns, per query)."""
+        low = -1 if after is None else after
+        high = DEEPEST if upto is None else upto
+        kept = [(s.branch_id, max(s.first, low + 1), min(s.last, high)) for s in self.segments]
+        kept = [(b, first, last) for b, first, last in kept if first <= last]
+        if not kept:
             return false()
-        return or_(
-            *(
-                and_(branch_col == s.branch_id, depth_col.between(s.first, s.last))
-                for s in self.segments
-            )
-        )
+        return or_(*(and_(branch_col == b, depth_col.between(first, last)) for b, first, last in kept))
 
     def contains(self, branch_id: int | None, depth: int | None) -> bool:
         if branch_id is None or depth is None:

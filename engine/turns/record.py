@@ -303,7 +303,7 @@ def _path_lines(session, node: NodeRow) -> Callable[[int, int], list[Line]]:
     def lines(first: int, last: int) -> list[Line]:
         path = path_to(branch_table(session, node.campaign_id), node.branch_id, node.depth)
         rows = session.execute(select(NodeRow.kind, NodeRow.text, NodeRow.depth)
-                               .where(path.clause(), NodeRow.depth.between(first, last))
+                               .where(path.clause(after=first - 1, upto=last))
                                .order_by(NodeRow.depth)).all()
         return [Line(kind, value, depth) for kind, value, depth in rows]
     return lines

@@ -18,6 +18,7 @@ from sqlalchemy import select
 from .. import cards, context, knowledge, memory, narrative
 from ..errors import NarratorError, NotAllowed, TurnCancelled, TurnFailed
 from ..memory.derived import status as derived_status
+from ..memory.recall import RECALL_NODES
 from ..providers import Narrator, Prompt, Reasoning, Status, Text, Usage
 from ..providers.accounting import classify_usage
 from ..providers.window import Window, effective_budget
@@ -70,11 +71,12 @@ class PathHistory:
         if self.total <= 0 or n <= 0:
             return []
         if n > len(self._read) and not self._complete:
-            query = select(NodeRow.kind, NodeRow.text, NodeRow.depth).where(self.path.clause())
-            if self._read:
-                query = query.where(NodeRow.depth < self._read[0].depth)
+            upto = self._read[0].depth - 1 if self._read else None
+            query = select(NodeRow.kind, NodeRow.text, NodeRow.depth).where(self.path.clause(upto=upto))
             wanted = n - len(self._read)
-            rows = self.session.execute(query.order_by(NodeRow.depth.desc()).limit(wanted)).all()
+            # Core, not ORM, execution: these are plain tuples, and the ORM result
+            # layer was a third of reading a full 16k window (1,000 lines).
+            rows = self.session.connection().execute(query.order_by(NodeRow.depth.desc()).limit(wanted)).all()
             self._read = [context.Line(kind, text, depth) for kind, text, depth in reversed(rows)] + self._read
             self._complete = len(rows) < wanted
         self.last = self._read[-n:]
@@ -98,12 +100,15 @@ def brief_of(campaign: CampaignRow) -> context.Brief:
     )
 
 
-def _knowledge(session, db: Database, campaign: CampaignRow, path, settings: Settings, window: Window,
-               embedder, state: dict, pending: str):
+# The newest story texts a turn reads once, for memory recall, story cards and the knowledge query.
+RECENT_TEXTS = max(RECALL_NODES, knowledge.QUERY_STORY_TEXTS, cards.SCAN_DEPTH)
+
+
+def _knowledge(session, db: Database, campaign: CampaignRow, settings: Settings, window: Window,
+               embedder, state: dict, pending: str, recent: list[str]):
     """The imported passages relevant to the recent story, and the story cards
     whose keys it names (None when the campaign has neither)."""
     library = knowledge.has_sources(session, campaign.id)
-    recent = memory.bank.recent_story(session, path, max(knowledge.QUERY_STORY_TEXTS, cards.SCAN_DEPTH))
     fired = cards.lore_for(session, campaign.id, recent[-cards.SCAN_DEPTH:], pending)
     if not library and not fired:
         return None
@@ -115,13 +120,12 @@ def _knowledge(session, db: Database, campaign: CampaignRow, path, settings: Set
                               lore=[f.to_retrieved() for f in fired], lore_facts=[f.record() for f in fired])
 
 
-def _gather(session, db: Database, campaign_id: int, path, settings: Settings, embedder,
-            pending: str) -> tuple[dict, list[int]]:
+def _gather(session, campaign_id: int, path, settings: Settings, embedder, pending: str,
+            recent: list[str]) -> tuple[dict, list[int]]:
     """Memories, summary and derived status for the builder: read-only."""
     remembered = memory.Recall()
     if settings.memory_enabled:
-        remembered = memory.recall(session, campaign_id, path, embedder, settings.memory_top_k, str(db.path),
-                                   pending)
+        remembered = memory.recall(session, campaign_id, path, embedder, settings.memory_top_k, pending, recent)
     summary = memory.current(session, path)
     fields = {
         "memories": remembered.used, "memory_report": remembered.report,
@@ -149,10 +153,11 @@ def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settin
         path = tree.path(end)
         before = tree.node_at(end, path) if end >= 0 else None
         state = dict(before.state_after or {}) if before is not None else {}
-        gathered, memory_ids = _gather(session, db, campaign_id, path, settings, embedder, text)
+        recent = memory.bank.recent_story(session, path, RECENT_TEXTS)
+        gathered, memory_ids = _gather(session, campaign_id, path, settings, embedder, text, recent)
         protocol = {"state_text": narrative.render_state(state), "emit_rule": narrative.EMIT_RULE,
                     "reminder": narrative.EMIT_REMINDER} if settings.state_protocol else {}
-        library = _knowledge(session, db, campaign, path, settings, window, embedder, state, text)
+        library = _knowledge(session, db, campaign, settings, window, embedder, state, text, recent)
         inputs = context.Inputs(pending=context.Line(kind, text, end + 1) if kind else None, knowledge=library,
                                 **gathered, **protocol)
         history = PathHistory(session, path, end)

@@ -10,7 +10,6 @@ import pytest
 from narrators import ScriptedNarrator
 
 from engine import Workbench
-from engine.bundle import facade
 
 pytestmark = pytest.mark.benchmark
 TURNS = 300
@@ -44,17 +43,17 @@ def timed(fn):
 def test_export_a_300_turn_campaign(benchmark, long_campaign):
     wb, camp, folder = long_campaign
     report, seconds = timed(lambda: benchmark.pedantic(
-        lambda: facade.export_campaign(camp, folder / "long.campaign.json"), rounds=3, iterations=1))
+        lambda: camp.export(folder / "long.campaign.json"), rounds=3, iterations=1))
     assert report.importable and report.counts["nodes"] >= 2 * TURNS + 1
     assert seconds / (3 if benchmark.enabled else 1) < TARGET_SECONDS
 
 
 def test_import_a_300_turn_campaign(benchmark, long_campaign, tmp_path):
     wb, camp, folder = long_campaign
-    path = facade.export_campaign(camp, folder / "long.campaign.json").path
+    path = camp.export(folder / "long.campaign.json").path
     target = Workbench.open(tmp_path / "target.db", background=False)
     target.configure(**BARE)
-    report, seconds = timed(lambda: benchmark.pedantic(lambda: facade.import_campaign(target, path),
+    report, seconds = timed(lambda: benchmark.pedantic(lambda: target.import_campaign(path),
                                                        rounds=3, iterations=1))
     assert report.counts["nodes"] >= 2 * TURNS + 1 and report.repaired == [] and report.dropped == []
     assert [e.text for e in target.campaign(report.campaign_id).history()] == [e.text for e in camp.history()]

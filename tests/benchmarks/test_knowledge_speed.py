@@ -9,10 +9,10 @@ import pytest
 
 from engine.context import tokens
 from engine.knowledge import Library, retrieve
-from engine.knowledge import vectors as vector_cache
 from engine.knowledge.intake import MAX_SOURCE_BYTES
 from engine.providers.embedders import MINILM_ID
 from engine.store import CampaignRow, Database
+from engine.vectors import CACHE
 
 pytestmark = pytest.mark.benchmark
 
@@ -144,7 +144,7 @@ def test_hybrid_retrieval_cold_vector_cache(benchmark, big_library):
     db, campaign, embedder, query_vector, _ = big_library
 
     def cold():
-        vector_cache._cache.clear()
+        CACHE.clear()
         return (), {}
 
     benchmark.pedantic(lambda: retrieve(db, campaign, SCENE, embedder=embedder, budget_tokens=8000,

@@ -129,19 +129,17 @@ BUNDLE_CASES = [1000, 10_000]
 @pytest.mark.parametrize("turns", BUNDLE_CASES, ids=[str(t) for t in BUNDLE_CASES])
 def test_bundle_export_and_import(benchmark, tmp_path, turns):
     """Targets at 1,000 turns: export <= 2 s, import <= 2 s, bundle <= 15 MB; 10,000 is measured."""
-    from engine.bundle import facade
-
     if turns >= 10_000 and not benchmark.enabled:
         pytest.skip("10,000-turn cases run under `make bench` only (minutes to build on 2 cores)")
     wb, camp = _campaign(tmp_path, turns, "defaults", records=True)
     started = time.perf_counter()
-    exported = benchmark.pedantic(lambda: facade.export_campaign(camp, tmp_path / "long.json"), rounds=1,
+    exported = benchmark.pedantic(lambda: camp.export(tmp_path / "long.json"), rounds=1,
                                   iterations=1)
     export_s = time.perf_counter() - started
     fresh = Workbench.open(tmp_path / "fresh.db", background=False)
     fresh.configure(narrator=Instant([REPLY]), embedder=BagOfWordsEmbedder(384))
     started = time.perf_counter()
-    imported = facade.import_campaign(fresh, exported.path)
+    imported = fresh.import_campaign(exported.path)
     import_s = time.perf_counter() - started
     benchmark.extra_info.update(turns=turns, export_s=round(export_s, 2), import_s=round(import_s, 2),
                                 bundle_mb=round(exported.bytes / 1e6, 2))

@@ -43,7 +43,7 @@ def test_recall_over_1000_memories(benchmark, tmp_path):
             from engine.store import CampaignRow
 
             path = StoryTree(s, s.get(CampaignRow, camp.id)).path()
-            return recall(s, camp.id, path, embedder, 5, str(wb.db.path), "I walk on")
+            return recall(s, camp.id, path, embedder, 5, "I walk on")
 
     once()  # the vector cache is warm from the second turn on
     result = benchmark(once)

@@ -13,7 +13,6 @@ from datetime import datetime
 from narrators import BagOfWordsEmbedder, ScriptedNarrator
 from sqlalchemy import select
 
-from engine.bundle import facade
 from engine.knowledge import Library
 from engine.store import BranchRow, CampaignRow, NodeRow, SavePointRow, TurnRecordRow
 from engine.store.cards_tables import StoryCardRow
@@ -62,7 +61,7 @@ def build_rich(wb):
     library.hide(secret["id"])
     draft = library.add("draft.md", DRAFT, classification="reference", notes="unsure")
     library.disable(draft["id"])
-    facade.import_ai_dungeon(wb, CARDS, campaign_id=camp.id)
+    wb.import_ai_dungeon(CARDS, campaign_id=camp.id)
     camp.act("ask Mara for the key")
     camp.memories.add("Mara gave Ila the silver key.", pinned=True)
     second = camp.act("go down to the crypt")

@@ -8,7 +8,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from campaigns import build_rich, census, configure  # noqa: E402
 
 from engine import Workbench  # noqa: E402
-from engine.bundle import facade  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +16,7 @@ def rich(tmp_path_factory):
     folder = tmp_path_factory.mktemp("rich")
     wb = Workbench.open(folder / "source.db", background=False)
     camp = build_rich(wb)
-    report = facade.export_campaign(camp, folder / "rich.campaign.json")
+    report = camp.export(folder / "rich.campaign.json")
     wb.close()
     return folder / "source.db", camp.id, report.path
 

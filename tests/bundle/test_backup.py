@@ -48,7 +48,7 @@ def head_line(con, campaign_id):
 
 def test_a_backup_is_a_verified_self_contained_copy(played):
     wb, camp = played
-    made = facade.backup(wb)
+    made = wb.backup()
     assert made.integrity == "ok" and made.pages > 0 and made.bytes == made.path.stat().st_size > 0
     assert re.fullmatch(r"story-\d{8}-\d{6}\.db", made.filename) and made.path.parent.name == "backups"
     assert made.path.parent.parent == wb.db.path.parent
@@ -79,7 +79,7 @@ def test_the_copy_holds_every_family_of_row(played):
     Library(wb.db, camp.id, progress=False).add("canon.md", "# Canon\n\nThe dead do not return.\n",
                                                 classification="canon")
     camp.correct({"type": "create_entity", "entity": "mara", "entity_type": "character", "name": "Mara"})
-    con = read_only(facade.backup(wb).path)
+    con = read_only(wb.backup().path)
     try:
         assert con.execute("SELECT name FROM save_points").fetchall() == [("Here",)]
         assert con.execute("SELECT count(*) FROM knowledge_sources").fetchone()[0] == 1
@@ -109,7 +109,7 @@ def test_a_backup_taken_while_turns_commit_is_consistent(played):
     thread.start()
     while len(landed) < 3 and thread.is_alive():
         time.sleep(0.005)
-    made = facade.backup(wb)
+    made = wb.backup()
     stop.set()
     thread.join(60)
     assert not failures and landed
@@ -127,7 +127,7 @@ def test_the_source_file_is_not_changed_by_a_backup(played):
     wb, _ = played
     files = [wb.db.path, wb.db.path.with_name(wb.db.path.name + "-wal")]
     before = [f.read_bytes() if f.exists() else None for f in files]
-    facade.backup(wb)
+    wb.backup()
     assert [f.read_bytes() if f.exists() else None for f in files] == before
 
 
@@ -141,7 +141,7 @@ def test_backups_never_overwrite_even_within_one_second(played):
     assert first.filename == "story-20260907-043000.db"
     assert second.filename == "story-20260907-043000-2.db" and third.filename == "story-20260907-043000-3.db"
     assert first.path.read_bytes() == content
-    assert [b.filename for b in facade.backups(wb)] == [third.filename, second.filename, first.filename]
+    assert [b.filename for b in wb.backups()] == [third.filename, second.filename, first.filename]
 
 
 def test_a_failed_verification_leaves_nothing(played, monkeypatch):
@@ -155,7 +155,7 @@ def test_a_failed_verification_leaves_nothing(played, monkeypatch):
 
     monkeypatch.setattr(backup, "_verify", failing)
     with pytest.raises(backup.BackupError, match="bad pages"):
-        facade.backup(wb)
+        wb.backup()
     assert listing(folder) == before
 
 
@@ -169,7 +169,7 @@ def test_a_failed_copy_says_why_and_leaves_nothing(played, monkeypatch):
 
     monkeypatch.setattr(backup, "_copy", failing)
     with pytest.raises(backup.BackupError, match="disk full"):
-        facade.backup(wb)
+        wb.backup()
     assert listing(folder) == []
 
 
@@ -187,7 +187,7 @@ def test_a_damaged_copy_is_caught_by_the_check_and_discarded(played, monkeypatch
 
     monkeypatch.setattr(backup, "_copy", damaging)
     with pytest.raises(backup.BackupError):
-        facade.backup(wb)
+        wb.backup()
     assert listing(backup.directory(wb.db.path)) == []
 
 
@@ -200,7 +200,7 @@ def test_a_copy_with_dangling_references_is_refused(played):
     raw.commit()
     raw.close()
     with pytest.raises(backup.BackupError, match="foreign_key_check"):
-        facade.backup(wb)
+        wb.backup()
     assert listing(backup.directory(wb.db.path)) == []
 
 
@@ -218,7 +218,7 @@ def test_listing_orders_by_the_stamp_in_the_name_and_keeps_foreign_files(played)
         (folder / name).write_bytes(b"x")
         os.utime(folder / name, (1_000_000_000, 1_000_000_000))  # same mtime for all: only names can order
     (folder / "story-20260907-100000.db.partial").write_bytes(b"x")  # never listed
-    found = facade.backups(wb)
+    found = wb.backups()
     assert [b.filename for b in found] == ["story-20260906-100000.db", "story-20260901-100000.db", "handwritten.db"]
     assert found[0].taken_at.isoformat().startswith("2026-09-06T10:00")
     assert found[2].taken_at == datetime.fromtimestamp(1_000_000_000)

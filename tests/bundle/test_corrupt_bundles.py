@@ -11,7 +11,7 @@ import json
 import pytest
 from sqlalchemy import select
 
-from engine.bundle import FORMAT, READABLE, BundleRefused, facade, limits
+from engine.bundle import FORMAT, READABLE, BundleRefused, limits
 from engine.knowledge import intake
 from engine.store import NodeRow
 from engine.store.knowledge_tables import KnowledgeSourceRow
@@ -31,7 +31,7 @@ def refused(counted, payload, *words) -> str:
     wb, count = counted
     before = count()
     with pytest.raises(BundleRefused) as caught:
-        facade.import_campaign(wb, payload)
+        wb.import_campaign(payload)
     assert count() == before, "a refused import wrote rows"
     message = str(caught.value)
     for word in words:
@@ -41,7 +41,7 @@ def refused(counted, payload, *words) -> str:
 
 def accepted(counted, payload):
     wb, _ = counted
-    report = facade.import_campaign(wb, payload)
+    report = wb.import_campaign(payload)
     return report, wb.campaign(report.campaign_id)
 
 

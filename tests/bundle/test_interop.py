@@ -6,7 +6,7 @@ import json
 import pytest
 from sqlalchemy import select
 
-from engine.bundle import BundleRefused, facade
+from engine.bundle import BundleRefused
 from engine.knowledge import Library
 from engine.store.knowledge_tables import KnowledgeSourceRow
 
@@ -50,12 +50,12 @@ CHARACTER_BOOK = {"character_book": {"name": "Mara's book", "entries": [
 
 # ------------------------------------------------------------------ AI Dungeon
 def test_a_scenario_becomes_a_campaign_with_its_placeholders_filled(fresh):
-    report = facade.import_ai_dungeon(fresh, SCENARIO, answers={"Your name?": "Ila", "Your trade?": "diver"})
+    report = fresh.import_ai_dungeon(SCENARIO, answers={"Your name?": "Ila", "Your trade?": "diver"})
     camp = fresh.campaign(report.campaign_id)
     assert camp.title == "The Drowned Bell"
     assert [e.text for e in camp.history()] == ["You are Ila, a diver in Westhaven. The bell has rung for ${Days?} days."]
     assert not camp.can_undo and not camp.can_redo
-    cards = facade.story_cards(camp)
+    cards = camp.story_cards()
     assert cards["keys"].tolist() == [["Mara", "innkeeper"], ["bell"]]
     assert cards["entry"][0] == "Mara keeps the Crooked Lantern; she hates Ila."
     assert cards["card_type"].tolist() == ["character", "location"] and cards["notes"][0] == "met in chapter one"
@@ -72,21 +72,21 @@ def test_a_scenario_becomes_a_campaign_with_its_placeholders_filled(fresh):
 def test_a_scenario_file_on_disk_imports_and_its_script_is_only_text(fresh, tmp_path):
     path = tmp_path / "drowned-bell.json"
     path.write_text(json.dumps(SCENARIO), encoding="utf-8")
-    report = facade.import_ai_dungeon(fresh, path)
+    report = fresh.import_ai_dungeon(path)
     assert report.counts["story_cards"] == 2 and report.format == "AI Dungeon scenario"
 
 
 def test_a_story_card_export_adds_cards_to_a_campaign(fresh, tmp_path):
     camp = fresh.new_campaign("Existing", opening="Start.")
-    report = facade.import_ai_dungeon(fresh, SCENARIO["storyCards"], campaign_id=camp.id)
-    assert report.campaign_id == camp.id and len(facade.story_cards(camp)) == 2
+    report = fresh.import_ai_dungeon(SCENARIO["storyCards"], campaign_id=camp.id)
+    assert report.campaign_id == camp.id and len(camp.story_cards()) == 2
     assert [e.text for e in camp.history()] == ["Start."]
 
 
 def test_a_story_card_export_alone_makes_a_campaign_named_after_the_file(fresh, tmp_path):
     path = tmp_path / "bell-cards.json"
     path.write_text(json.dumps(SCENARIO["storyCards"]), encoding="utf-8")
-    report = facade.import_ai_dungeon(fresh, path)
+    report = fresh.import_ai_dungeon(path)
     assert fresh.campaign(report.campaign_id).title == "bell-cards"
 
 
@@ -95,16 +95,16 @@ def test_what_is_not_a_scenario_is_refused_and_writes_nothing(counted, data):
     wb, census = counted
     before = census()
     with pytest.raises(BundleRefused):
-        facade.import_ai_dungeon(wb, data)
+        wb.import_ai_dungeon(data)
     assert census() == before
 
 
 # ------------------------------------------------------------------ SillyTavern
 def test_world_info_becomes_story_cards(fresh):
-    report = facade.import_sillytavern(fresh, WORLD_INFO)
+    report = fresh.import_sillytavern(WORLD_INFO)
     camp = fresh.campaign(report.campaign_id)
     assert camp.title == "Westhaven lore"
-    cards = facade.story_cards(camp)
+    cards = camp.story_cards()
     assert cards["title"].tolist() == ["Mara", "The abbey crypt", "Old draft"]  # SillyTavern's order (uid)
     assert cards["keys"][1] == ["abbey", "crypt"] and "Secondary keys: north" in cards["notes"][1]
     assert "Disabled in the tool it came from." in cards["notes"][2]
@@ -115,7 +115,7 @@ def test_world_info_becomes_story_cards(fresh):
 
 
 def test_world_info_as_knowledge_is_one_markdown_source_that_retrieval_finds(fresh):
-    report = facade.import_sillytavern(fresh, WORLD_INFO, as_knowledge=True)
+    report = fresh.import_sillytavern(WORLD_INFO, as_knowledge=True)
     camp = fresh.campaign(report.campaign_id)
     assert report.counts == {"branches": 1, "knowledge_sources": 1}
     with fresh.db.reading() as s:
@@ -135,8 +135,8 @@ def test_world_info_as_knowledge_is_one_markdown_source_that_retrieval_finds(fre
 
 def test_world_info_can_be_added_to_an_existing_campaign_as_canon(fresh):
     camp = fresh.new_campaign("Existing", opening="Start.")
-    report = facade.import_sillytavern(fresh, WORLD_INFO, as_knowledge=True, campaign_id=camp.id,
-                                       classification="canon")
+    report = fresh.import_sillytavern(WORLD_INFO, as_knowledge=True, campaign_id=camp.id,
+                                      classification="canon")
     assert report.campaign_id == camp.id
     with fresh.db.reading() as s:
         assert s.scalars(select(KnowledgeSourceRow.classification)
@@ -144,8 +144,8 @@ def test_world_info_can_be_added_to_an_existing_campaign_as_canon(fresh):
 
 
 def test_a_character_book_is_read_too(fresh):
-    report = facade.import_sillytavern(fresh, CHARACTER_BOOK)
-    cards = facade.story_cards(fresh.campaign(report.campaign_id))
+    report = fresh.import_sillytavern(CHARACTER_BOOK)
+    cards = fresh.campaign(report.campaign_id).story_cards()
     assert cards["title"].tolist() == ["Lantern", "Cellar"] and "Disabled" in cards["notes"][1]
     assert "`insertion_order` on 1 of 2 World Info entries" in " ".join(report.not_carried)
 
@@ -156,7 +156,7 @@ def test_what_is_not_world_info_is_refused_and_writes_nothing(counted, data):
     wb, census = counted
     before = census()
     with pytest.raises(BundleRefused):
-        facade.import_sillytavern(wb, data, as_knowledge=True)
+        wb.import_sillytavern(data, as_knowledge=True)
     assert census() == before
 
 
@@ -166,7 +166,7 @@ def test_adding_to_a_missing_campaign_writes_nothing(counted):
     wb, census = counted
     before = census()
     with pytest.raises(NotFound):
-        facade.import_sillytavern(wb, WORLD_INFO, campaign_id=999)
+        wb.import_sillytavern(WORLD_INFO, campaign_id=999)
     assert census() == before
 
 
@@ -183,7 +183,7 @@ def test_story_cards_are_listed_on_the_campaign(tmp_path):
 
 # ------------------------------------------------------------------ issue 17: nothing lost without a word
 def test_an_old_world_info_entry_keeps_its_name(fresh):
-    report = facade.import_ai_dungeon(fresh, {"title": "Old", "prompt": "You wake.", "worldInfo": [
+    report = fresh.import_ai_dungeon({"title": "Old", "prompt": "You wake.", "worldInfo": [
         {"keys": "bell", "entry": "The bell is drowned.", "name": "The bell", "hidden": True}]})
     cards = fresh.campaign(report.campaign_id).story_cards()
     assert cards["title"].tolist() == ["The bell"] and cards["entry"].tolist() == ["The bell is drowned."]
@@ -203,7 +203,7 @@ def test_an_ai_dungeon_adventure_brings_its_actions_in_order(fresh):
 
 
 def test_scenario_cards_as_knowledge_reach_retrieval(fresh):
-    report = facade.import_ai_dungeon(fresh, SCENARIO, answers={"Your name?": "Ila"}, as_knowledge=True)
+    report = fresh.import_ai_dungeon(SCENARIO, answers={"Your name?": "Ila"}, as_knowledge=True)
     camp = fresh.campaign(report.campaign_id)
     assert report.counts.get("knowledge_sources") == 1 and "story_cards" not in report.counts
     found = Library(fresh.db, camp.id, progress=False).retrieve("the drowned bell in the sunken chapel",
@@ -215,7 +215,7 @@ def test_scenario_cards_as_knowledge_reach_retrieval(fresh):
 def test_cards_from_an_import_are_live_lore_with_their_constant_flag(fresh):
     from engine.cards import lore_for
 
-    report = facade.import_sillytavern(fresh, WORLD_INFO)
+    report = fresh.import_sillytavern(WORLD_INFO)
     with fresh.db.reading() as s:
         fired = lore_for(s, report.campaign_id, ["We go down into the crypt."], "")
     assert [(f.title, f.found_in) for f in fired] == [("Mara", "always"), ("The abbey crypt", "story")]

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image, PngImagePlugin
 
-from engine.bundle import BundleRefused, facade
+from engine.bundle import BundleRefused
 from engine.bundle.aidungeon import read_ai_dungeon, read_ai_dungeon_cards
 from engine.bundle.charcard import read_character_card
 from engine.bundle.detect import detect
@@ -185,7 +185,7 @@ def test_the_novelai_file_is_refused_by_the_sillytavern_importer(counted):
     wb, census = counted
     before = census()
     with pytest.raises(BundleRefused, match="NovelAI lorebook"):
-        facade.import_sillytavern(wb, DATA / "novelai-test-with-keys.lorebook")
+        wb.import_sillytavern(DATA / "novelai-test-with-keys.lorebook")
     assert census() == before
 
 
@@ -221,7 +221,7 @@ def test_a_koboldai_save_is_refused_by_the_ai_dungeon_importer(counted):
     wb, census = counted
     before = census()
     with pytest.raises(BundleRefused, match="KoboldAI save"):
-        facade.import_ai_dungeon(wb, DATA / "koboldai-half-life-2.json")
+        wb.import_ai_dungeon(DATA / "koboldai-half-life-2.json")
     assert census() == before
 
 
@@ -236,7 +236,7 @@ def test_old_ai_dungeon_world_info_keeps_every_entry(fresh):
 
 
 def test_ai_dungeon_cards_as_knowledge(fresh):
-    report = facade.import_ai_dungeon(fresh, DATA / "aidungeon-worldinfo-towns.json", as_knowledge=True)
+    report = fresh.import_ai_dungeon(DATA / "aidungeon-worldinfo-towns.json", as_knowledge=True)
     assert report.counts.get("knowledge_sources") == 1 and "story_cards" not in report.counts
 
 
@@ -270,7 +270,7 @@ def test_the_character_card_importer_refuses_world_info(counted):
     wb, census = counted
     before = census()
     with pytest.raises(BundleRefused, match="SillyTavern World Info"):
-        import_character_card(wb, DATA / "sillytavern-eldoria-2023.json")
+        import_character_card(wb.db, DATA / "sillytavern-eldoria-2023.json")
     assert census() == before
 
 
@@ -278,7 +278,7 @@ def test_a_png_card_handed_to_the_world_info_importer_is_refused_by_name(counted
     wb, census = counted
     before = census()
     with pytest.raises(BundleRefused, match="character card.*import_file"):
-        facade.import_sillytavern(wb, DATA / "v2-seraphina-small.png")
+        wb.import_sillytavern(DATA / "v2-seraphina-small.png")
     assert census() == before
 
 

@@ -7,7 +7,7 @@ import pytest
 from reference_files import ERAS, FLAT, aged, v3
 from sqlalchemy import func, select
 
-from engine.bundle import BundleRefused, facade
+from engine.bundle import BundleRefused
 from engine.store import NodeRow, SavePointRow
 from engine.store.knowledge_tables import KnowledgeSourceRow
 from engine.store.memory_tables import MemoryRow, SummaryRow
@@ -20,7 +20,7 @@ def count(wb, model, campaign_id):
 
 
 def test_a_current_reference_bundle_arrives_as_far_as_the_model_allows(fresh):
-    report = facade.import_campaign(fresh, v3())
+    report = fresh.import_campaign(v3())
     camp = fresh.campaign(report.campaign_id)
     assert report.format == "ai-dnd-adventure-v3"
     assert [e.text for e in camp.history()] == ["It begins.", "> You go north.", "One.", '> You say "Hello?"', "Two."]
@@ -38,7 +38,7 @@ def test_a_current_reference_bundle_arrives_as_far_as_the_model_allows(fresh):
     assert [p.name for p in camp.save_points()] == ["At the mouth"]
     assert camp.summaries()["text"].tolist() == ["Ila went north."]
     assert count(fresh, MemoryRow, camp.id) == 1 and count(fresh, KnowledgeSourceRow, camp.id) == 1
-    assert facade.story_cards(camp)["keys"].tolist() == [["cave", "sea"]]
+    assert camp.story_cards()["keys"].tolist() == [["cave", "sea"]]
     turn = camp.turn(camp.history()[2].id)
     assert turn.report["prompt"]["system"] == "Narrate the cave." and turn.accounting == {"status": "fits"}
     assert turn.report["knowledge"]["used"][0]["source_id"] is None  # -1 named no possible source
@@ -52,7 +52,7 @@ def test_a_current_reference_bundle_arrives_as_far_as_the_model_allows(fresh):
 
 @pytest.mark.parametrize("era", ERAS)
 def test_every_era_keeps_the_whole_tree_and_invents_nothing(fresh, era):
-    report = facade.import_campaign(fresh, aged(era))
+    report = fresh.import_campaign(aged(era))
     camp = fresh.campaign(report.campaign_id)
     assert report.counts["nodes"] == len(v3()["actions"])
     assert count(fresh, StateEventRow, camp.id) == 0 and count(fresh, SummaryRow, camp.id) == 0
@@ -68,12 +68,12 @@ def test_every_era_keeps_the_whole_tree_and_invents_nothing(fresh, era):
 
 
 def test_a_v2_file_keeps_its_head(fresh):
-    camp = fresh.campaign(facade.import_campaign(fresh, aged("pre-m9")).campaign_id)
+    camp = fresh.campaign(fresh.import_campaign(aged("pre-m9")).campaign_id)
     assert camp.head[1] == 4 and camp.can_redo
 
 
 def test_a_file_without_a_head_opens_at_its_tip(fresh):
-    camp = fresh.campaign(facade.import_campaign(fresh, aged("pre-active-head")).campaign_id)
+    camp = fresh.campaign(fresh.import_campaign(aged("pre-active-head")).campaign_id)
     assert camp.head[1] == 6 > 4
     assert camp.can_undo and not camp.can_redo
 
@@ -83,7 +83,7 @@ def test_a_legacy_campaign_can_gain_state_knowledge_and_save_points(fresh):
 
     from engine.knowledge import Library
 
-    camp = fresh.campaign(facade.import_campaign(fresh, aged("pre-active-head")).campaign_id)
+    camp = fresh.campaign(fresh.import_campaign(aged("pre-active-head")).campaign_id)
     fresh.configure(narrator=ScriptedNarrator(['The tide turns.\n\n```state\n{"events": [{"type": "create_entity", '
                                                '"entity": "tide", "entity_type": "thing", "name": "Tide"}]}\n```']))
     camp.act("wait for the tide")
@@ -95,19 +95,19 @@ def test_a_legacy_campaign_can_gain_state_knowledge_and_save_points(fresh):
 
 
 def test_a_legacy_import_reexports_in_this_format_and_round_trips(fresh, tmp_path):
-    camp = fresh.campaign(facade.import_campaign(fresh, aged("pre-m9")).campaign_id)
-    exported = facade.export_campaign(camp, tmp_path / "again.json")
+    camp = fresh.campaign(fresh.import_campaign(aged("pre-m9")).campaign_id)
+    exported = camp.export(tmp_path / "again.json")
     import json
 
     payload = json.loads(exported.path.read_text(encoding="utf-8"))
     assert payload["format"] == "story-workbench-campaign"
     assert payload["state_events"] == [] and payload["summaries"] == []
-    again = facade.import_campaign(fresh, exported.path)
+    again = fresh.import_campaign(exported.path)
     assert again.counts["nodes"] == len(v3()["actions"]) and again.repaired == [] and again.dropped == []
 
 
 def test_a_flat_v1_file_turns_variants_into_takes(fresh):
-    report = facade.import_campaign(fresh, copy.deepcopy(FLAT))
+    report = fresh.import_campaign(copy.deepcopy(FLAT))
     camp = fresh.campaign(report.campaign_id)
     assert [e.text for e in camp.history()] == ["It begins.", "look around", "Take two."]
     takes = camp.takes()
@@ -129,7 +129,7 @@ def test_a_reference_file_with_a_broken_tree_is_refused_like_our_own(counted):
     wb, census = counted
     before = census()
     with pytest.raises(BundleRefused, match="99"):
-        facade.import_campaign(wb, bad)
+        wb.import_campaign(bad)
     assert census() == before
 
 
@@ -140,7 +140,7 @@ def test_a_malformed_reference_audit_section_is_refused(counted, section):
     wb, census = counted
     before = census()
     with pytest.raises(BundleRefused, match="list"):
-        facade.import_campaign(wb, bad)
+        wb.import_campaign(bad)
     assert census() == before
 
 
@@ -150,7 +150,7 @@ def test_a_proposal_naming_a_missing_action_is_refused(counted):
     wb, census = counted
     before = census()
     with pytest.raises(BundleRefused, match="424242"):
-        facade.import_campaign(wb, bad)
+        wb.import_campaign(bad)
     assert census() == before
 
 
@@ -159,4 +159,4 @@ def test_an_event_with_an_empty_type_is_refused(counted):
     bad["stateEvents"][0]["eventType"] = ""
     wb, census = counted
     with pytest.raises(BundleRefused, match="type"):
-        facade.import_campaign(wb, bad)
+        wb.import_campaign(bad)

@@ -9,7 +9,7 @@ from pathlib import Path
 from campaigns import configure, snapshot
 
 from engine import Workbench
-from engine.bundle import FORMAT, VERSION, facade, validate
+from engine.bundle import FORMAT, VERSION, validate
 from engine.turns import record
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -23,10 +23,9 @@ def import_elsewhere(bundle: Path, target: Path) -> dict:
         sys.path[:0] = [{str(TESTS)!r}, {str(TESTS / 'bundle')!r}]
         from campaigns import census, configure, snapshot
         from engine import Workbench
-        from engine.bundle import facade
         wb = Workbench.open({str(target)!r}, background=False)
         configure(wb)
-        report = facade.import_campaign(wb, {str(bundle)!r})
+        report = wb.import_campaign({str(bundle)!r})
         out = {{"report": {{"campaign_id": report.campaign_id, "can_undo": report.can_undo,
                            "can_redo": report.can_redo, "repaired": report.repaired, "dropped": report.dropped,
                            "warnings": report.warnings}},
@@ -113,7 +112,7 @@ def test_the_endpoint_is_removed_from_turn_evidence(fresh, tmp_path):
     with fresh.db.writing() as s:
         record = s.get(TurnRecordRow, camp.history()[-1].id)
         record.window = {**record.window, "detail": "asked http://127.0.0.1:11434/api/ps"}
-    report = facade.export_campaign(camp, tmp_path / "evidence.json")
+    report = camp.export(tmp_path / "evidence.json")
     text = report.path.read_text(encoding="utf-8")
     assert "11434" not in text and "fresh.db" not in text
     assert report.machine_text_removed == 1
@@ -121,7 +120,7 @@ def test_the_endpoint_is_removed_from_turn_evidence(fresh, tmp_path):
 
 def test_an_export_report_says_size_and_importability(rich, fresh, tmp_path):
     camp = fresh.new_campaign("Small", opening="A small start.")
-    report = facade.export_campaign(camp, tmp_path)  # a directory: the file gets a dated name
+    report = camp.export(tmp_path)  # a directory: the file gets a dated name
     assert report.path.parent == tmp_path and report.path.name.startswith("small-")
     assert report.bytes == report.path.stat().st_size and report.importable and report.warning == ""
     assert "importable by this version" in report._repr_html_()
@@ -132,13 +131,13 @@ def test_an_oversized_export_is_written_and_says_it_cannot_come_back(fresh, tmp_
 
     camp = fresh.new_campaign("Big", opening="A start.")
     monkeypatch.setattr(limits, "MAX_BUNDLE_BYTES", 100)
-    report = facade.export_campaign(camp, tmp_path / "big.json")
+    report = camp.export(tmp_path / "big.json")
     assert report.path.exists() and not report.importable and "import limit" in report.warning
 
 
 def test_reexporting_an_import_gives_the_same_file_apart_from_its_date(rich, fresh, tmp_path):
-    imported = facade.import_campaign(fresh, rich[2])
-    again = facade.export_campaign(fresh.campaign(imported.campaign_id), tmp_path / "again.json")
+    imported = fresh.import_campaign(rich[2])
+    again = fresh.campaign(imported.campaign_id).export(tmp_path / "again.json")
     first = json.loads(rich[2].read_text(encoding="utf-8"))
     second = json.loads(again.path.read_text(encoding="utf-8"))
     first.pop("exported_at"), second.pop("exported_at")
@@ -147,8 +146,8 @@ def test_reexporting_an_import_gives_the_same_file_apart_from_its_date(rich, fre
 
 def test_the_import_report_displays_itself_escaped(fresh, tmp_path):
     camp = fresh.new_campaign("<script>alert(1)</script>", opening="Hi.")
-    path = facade.export_campaign(camp, tmp_path / "x.json").path
-    report = facade.import_campaign(fresh, path)
+    path = camp.export(tmp_path / "x.json").path
+    report = fresh.import_campaign(path)
     html = report._repr_html_()
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert str(report).startswith("Imported")
@@ -174,7 +173,7 @@ def test_an_export_taken_while_turns_commit_is_one_consistent_moment(fresh, tmp_
     thread.start()
     exports = []
     while not done.is_set() or not exports:
-        exports.append(json.loads(facade.export_campaign(camp, tmp_path / f"busy-{len(exports)}.json")
+        exports.append(json.loads(camp.export(tmp_path / f"busy-{len(exports)}.json")
                                   .path.read_text(encoding="utf-8")))
     thread.join(60)
     assert not failures
@@ -191,7 +190,7 @@ def test_version_2_keeps_each_prompt_text_once_and_every_prompt_comes_back(rich,
     assert referenced == set(payload["prompt_texts"])  # exactly what the records need, once each
     assert all(record.text_hash(t) == h for h, t in payload["prompt_texts"].items())
     before = Workbench.open(rich[0], background=False)
-    imported = fresh.campaign(facade.import_campaign(fresh, rich[2]).campaign_id)
+    imported = fresh.campaign(fresh.import_campaign(rich[2]).campaign_id)
     source = before.campaign(rich[1])
     for old, new in zip(source.records(takes="all").node_id, imported.records(takes="all").node_id, strict=True):
         assert imported.turn(int(new)).report.get("prompt") == source.turn(int(old)).report.get("prompt")
@@ -208,7 +207,7 @@ def test_a_version_1_bundle_with_full_reports_still_imports_and_shows_its_prompt
               "nodes": [{"id": 1, "branch": 1, "depth": 0, "parent": None, "kind": "start", "text": "It begins."},
                         {"id": 2, "branch": 1, "depth": 1, "parent": 1, "kind": "narrator", "text": "Rain.",
                          "record": {"narrator": "old", "report": report}}]}
-    camp = fresh.campaign(facade.import_campaign(fresh, bundle).campaign_id)
+    camp = fresh.campaign(fresh.import_campaign(bundle).campaign_id)
     turn = camp.turn(camp.history()[-1].id)
     assert turn.report["prompt"] == {"system": "Narrate.", "story": "It begins."}
     assert camp.records().record_version.tolist() == [2]

@@ -6,7 +6,7 @@ import json
 import pytest
 from sqlalchemy import select
 
-from engine.bundle import facade, write
+from engine.bundle import write
 from engine.knowledge import KnowledgeRefused
 from engine.store.knowledge_tables import KnowledgeSourceRow
 
@@ -22,10 +22,10 @@ def test_a_failure_midway_through_the_write_rolls_everything_back(counted, rich,
 
     monkeypatch.setattr(write, "_write_summaries", broken)
     with pytest.raises(OSError, match="disk full"):
-        facade.import_campaign(wb, rich[2])
+        wb.import_campaign(rich[2])
     assert reached and count() == before
     monkeypatch.undo()
-    report = facade.import_campaign(wb, rich[2])  # the session was not poisoned
+    report = wb.import_campaign(rich[2])  # the session was not poisoned
     assert report.counts["summaries"] >= 1 and count()["campaigns"] == before["campaigns"] + 1
 
 
@@ -36,7 +36,7 @@ def test_a_failure_while_indexing_knowledge_keeps_the_import_and_warns(counted, 
         raise KnowledgeRefused("the chunker gave up")
 
     monkeypatch.setattr(write, "build_passages", broken)
-    report = facade.import_campaign(wb, rich[2])
+    report = wb.import_campaign(rich[2])
     assert len([w for w in report.warnings if "could not be rebuilt" in w]) == 3
     with wb.db.reading() as s:
         rows = s.scalars(select(KnowledgeSourceRow).where(KnowledgeSourceRow.campaign_id == report.campaign_id)).all()
@@ -53,7 +53,7 @@ def test_a_crash_inside_an_index_rebuild_is_contained_by_its_savepoint(counted, 
         raise RuntimeError("power cut after the passages")
 
     monkeypatch.setattr(write, "build_passages", half)
-    report = facade.import_campaign(wb, rich[2])
+    report = wb.import_campaign(rich[2])
     assert all("power cut" in w for w in report.warnings if "index" in w)
     with wb.db.reading() as s:
         from engine.store.knowledge_tables import KnowledgePassageRow
@@ -64,9 +64,9 @@ def test_a_crash_inside_an_index_rebuild_is_contained_by_its_savepoint(counted, 
 
 def test_imports_do_not_touch_other_campaigns(counted, rich):
     wb, count = counted
-    first = facade.import_campaign(wb, rich[2])
+    first = wb.import_campaign(rich[2])
     history = [e.text for e in wb.campaign(first.campaign_id).history()]
-    second = facade.import_campaign(wb, json.loads(rich[2].read_text(encoding="utf-8")))
+    second = wb.import_campaign(json.loads(rich[2].read_text(encoding="utf-8")))
     assert second.campaign_id != first.campaign_id
     assert [e.text for e in wb.campaign(first.campaign_id).history()] == history
     assert [e.text for e in wb.campaign(second.campaign_id).history()] == history

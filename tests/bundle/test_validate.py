@@ -38,10 +38,8 @@ def test_the_same_repair_is_one_line_with_a_count():
 
 
 def test_an_empty_campaign_round_trips_at_depth_minus_one(fresh, tmp_path):
-    from engine.bundle import facade
-
     camp = fresh.new_campaign("Nothing yet")
-    report = facade.import_campaign(fresh, facade.export_campaign(camp, tmp_path / "empty.json").path)
+    report = fresh.import_campaign(camp.export(tmp_path / "empty.json").path)
     again = fresh.campaign(report.campaign_id)
     assert again.head[1] == -1 and again.history() == [] and not again.can_undo and not again.can_redo
     again.act("begin")  # the imported root branch takes the story on

@@ -116,7 +116,6 @@ def test_a_source_from_an_older_chunker_is_named_until_reindexed(db):
 def test_a_worldbook_imported_as_knowledge_files_each_entry_under_its_own_title(tmp_path):
     """The reference's failure: an entry's own '# heading' parented every later entry."""
     from engine import Workbench
-    from engine.bundle import facade
 
     lighthouse = ("# Keeper's log\n\n" + "The lamp has been dark since the autumn storm, and the keeper counts "
                   "the ships that pass without it. " * 6)
@@ -125,7 +124,7 @@ def test_a_worldbook_imported_as_knowledge_files_each_entry_under_its_own_title(
         "0": {"uid": 0, "key": ["lighthouse"], "comment": "The Lighthouse", "content": lighthouse},
         "1": {"uid": 1, "key": ["harbour"], "comment": "The Harbour", "content": harbour}}}
     wb = Workbench.open(tmp_path / "lore.db", background=False)
-    report = facade.import_sillytavern(wb, book, as_knowledge=True)
+    report = wb.import_sillytavern(book, as_knowledge=True)
     lib = Library(wb.db, report.campaign_id, progress=False)
     (source_id,) = lib.list().index
     passages = lib.passages(source_id)

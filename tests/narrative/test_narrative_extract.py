@@ -1,7 +1,7 @@
 import json
-import time
 
 import pytest
+from benchmarks.test_extract_speed import STACKED, fastest, hundred_kb
 
 from engine.narrative import extract, render
 from engine.narrative.events import vocabulary_for_prompt
@@ -425,43 +425,17 @@ def test_brace_heavy_replies_stay_fast(text):
 
 
 # ------------------------------------------------------------ cost: linear in the reply
-
-def _hundred_kb(unit: str, head: str = "Story.\n") -> str:
-    return head + unit * (100_000 // len(unit))
-
-
-# Each kind of leftover a reply can stack; every one was quadratic or worse
-# (a 45 KB reply of json fences took 16-24 s, 100 KB of `> {}` lines never ended).
-STACKED = {
-    "json fences": "```json\n{", "state fences": "```state\n", "quoted objects": "> {}\n",
-    "headings over fences": "State\n```json\n{\n", "bare braces": "{\n", "reminders": "[Reminder: append the state block]\n",
-    "empty fences": "```\n", "scene lines": "Scene: x (at y)\n", "quote markers": ">\n", "one long brace line": "{",
-    "closed objects": '{"type": "set_fact", "key": "a", "value": "b"}\n',
-}
-
-
-def _fastest(text: str, runs: int = 3) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        started = time.perf_counter()
-        split(text)
-        best = min(best, time.perf_counter() - started)
-    return best
-
-
-def test_a_100_kb_story_reply_splits_in_under_50_ms(benchmark):
-    reply = _hundred_kb("The lantern gutters and the cold stone answers. ", "") + \
-        '\n\n```state\n{"events": [{"type": "set_fact", "key": "lamp", "value": "lit"}]}\n```'
-    result = benchmark(split, reply)
-    assert result.events == [{"type": "set_fact", "key": "lamp", "value": "lit"}]
-    assert _fastest(reply) < 0.05
-
+# The 100 KB targets are benchmarks too: tests/benchmarks/test_extract_speed.py,
+# which holds the table of stacked leftovers.
 
 @pytest.mark.parametrize("unit", STACKED.values(), ids=STACKED.keys())
 def test_stacked_leftovers_cost_linear_time(unit):
-    """100 KB of any one leftover in well under two seconds, and twice the
+    """100 KB of any one leftover in under 50 ms (best of 3; the slowest kind,
+    closed objects, took 12-22 ms here with the machine busy), and twice the
     text costs about twice the time (a quadratic cost would be four times)."""
-    small, large = _hundred_kb(unit), "Story.\n" + unit * (200_000 // len(unit))
-    small_time, large_time = _fastest(small, 2), _fastest(large, 2)
-    assert small_time < 2.0
-    assert large_time < 3.0 * max(small_time, 0.005)
+    small, large = hundred_kb(unit), "Story.\n" + unit * (200_000 // len(unit))
+    small_time, large_time = fastest(small), fastest(large)
+    assert small_time < 0.05
+    # Under 10 ms a busy machine's jitter is the size of the figure itself (a
+    # 6.5 ms case once timed 20 ms at 200 KB); quadratic cost was 150 ms and up.
+    assert large_time < 3.0 * max(small_time, 0.01)

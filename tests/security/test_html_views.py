@@ -12,6 +12,7 @@ import json
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hostile import PAYLOADS
 from hypothesis import given, settings
@@ -21,14 +22,14 @@ from narrators import BagOfWordsEmbedder, ScriptedNarrator
 from engine import Workbench
 from engine import html as views
 from engine.backup import Backup
-from engine.bundle import facade
 from engine.bundle.reports import ExportReport
 from engine.context.report import Report
 from engine.providers.connection import ConnectionReport
+from experiments.ablate import BASELINE, Ablation
 
 TAGS = {"div", "p", "span", "b", "i", "em", "strong", "small", "code", "br", "table", "thead", "tbody", "tr", "td",
         "th", "ul", "li", "pre", "details", "summary", "h3", "h4"}
-ATTRIBUTES = {"class", "style", "title", "border", "colspan", "rowspan", "valign", "halign"}
+ATTRIBUTES = {"class", "role", "style", "title", "border", "colspan", "rowspan", "valign", "halign"}
 HIDDEN = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\x00"]
 
 
@@ -144,7 +145,7 @@ def test_played_views_are_inert(played, bench, view, payload):
 def test_a_crafted_bundles_stored_report_is_inert(bench, payload):
     """The known hole: imported turn records are kept verbatim, and the report
     view rendered them unescaped (an <img onerror> fired in a real browser)."""
-    imported = facade.import_campaign(bench, json.loads(json.dumps(_crafted_bundle(payload))))
+    imported = bench.import_campaign(json.loads(json.dumps(_crafted_bundle(payload))))
     assert_inert(imported._repr_html_(), payload)
     camp = bench.campaign(imported.campaign_id)
     narration = camp.history()[-1]
@@ -164,11 +165,19 @@ def test_reports_built_from_outside_values_are_inert(payload):
     assert_inert(stored._repr_html_(), payload.replace("/", "_")[:12])
 
 
+@pytest.mark.parametrize("payload", PAYLOADS, ids=range(len(PAYLOADS)))
+def test_an_ablations_tables_are_inert(payload):
+    """Replies are model text and variant names can quote a section's name."""
+    frame = pd.DataFrame([{"variant": BASELINE, "sample": 1, "reply": payload, "removed_tokens": 0},
+                          {"variant": payload, "sample": 1, "reply": payload, "removed_tokens": 3}])
+    assert_inert(Ablation(frame, {BASELINE: None, payload: None}, payload)._repr_html_(), payload)
+
+
 @pytest.mark.parametrize("payload", [*PAYLOADS, "bad\ud800half"], ids=range(len(PAYLOADS) + 1))
 def test_the_rendering_module_escapes_every_helper(payload):
     table = views.table([[payload, 1]], header=[payload])
-    parts = [views.text(payload), views.escape(payload), views.tag("p", payload, title=payload), views.fragment("<b>{}</b>", payload),
-             table, views.key_values([(payload, payload)]), views.bullet_list([payload], payload),
+    parts = [views.text(payload), views.escape(payload), views.tag("p", payload, title=payload, role=payload, cls=payload),
+             views.fragment("<b>{}</b>", payload), table, views.key_values([(payload, payload)]), views.bullet_list([payload], payload),
              views.pre(payload, payload), views.paragraphs(payload), views.bars([(payload, 5, payload)], payload),
              views.count(payload)]
     for part in parts:

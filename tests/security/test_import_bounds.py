@@ -15,7 +15,7 @@ import pytest
 from hostile import census, configure, v3
 
 from engine import Workbench
-from engine.bundle import BundleRefused, facade, limits, load, validate
+from engine.bundle import BundleRefused, limits, load, validate
 from engine.errors import NotFound
 
 
@@ -30,7 +30,7 @@ def wb(tmp_path):
 def _refused_cleanly(wb, data, *words) -> str:
     before = census(wb.db.path)
     with pytest.raises(BundleRefused) as caught:
-        facade.import_campaign(wb, data)
+        wb.import_campaign(data)
     assert census(wb.db.path) == before, "a refused import wrote rows"
     message = str(caught.value)
     assert "Nothing was imported" in message
@@ -95,7 +95,7 @@ def test_a_zip_bomb_snapshot_is_dropped_within_its_cap(wb):
             action["contextSnapshotZ"] = bomb
     tracemalloc.start()
     try:
-        report = facade.import_campaign(wb, _bytes(bundle))
+        report = wb.import_campaign(_bytes(bundle))
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -145,7 +145,7 @@ def test_deep_nesting_inside_a_compressed_snapshot_is_dropped(wb):
     deep = "[" * 5000 + "]" * 5000
     packed = base64.b64encode(zlib.compress(f'{{"prompt": {deep}}}'.encode())).decode()
     bundle["actions"][3]["contextSnapshotZ"] = packed
-    report = facade.import_campaign(wb, _bytes(bundle))
+    report = wb.import_campaign(_bytes(bundle))
     assert any("compressed prompt snapshot" in line for line in report.dropped)
 
 
@@ -193,7 +193,7 @@ def test_an_extreme_date_is_refused_or_imports_and_exports(wb, when, tmp_path):
     bundle = v3()
     bundle["actions"][0]["createdAt"] = when
     try:
-        report = facade.import_campaign(wb, _bytes(bundle))
+        report = wb.import_campaign(_bytes(bundle))
     except BundleRefused as refused:
         assert "Nothing was imported" in str(refused)
         return
@@ -217,7 +217,7 @@ def test_wrong_types_in_the_reference_format_are_refused_or_repaired(wb, mutate,
     mutate(bundle)
     before = census(wb.db.path)
     try:
-        report = facade.import_campaign(wb, bundle)
+        report = wb.import_campaign(bundle)
     except BundleRefused as refused:
         assert "Nothing was imported" in str(refused)
         assert census(wb.db.path) == before
@@ -229,7 +229,7 @@ def test_ai_dungeon_into_a_missing_campaign_is_not_found(wb):
     before = census(wb.db.path)
     scenario = {"title": "Cards", "prompt": "You wake.", "storyCards": [{"keys": "a", "value": "A."}]}
     with pytest.raises(NotFound, match="9999"):
-        facade.import_ai_dungeon(wb, scenario, campaign_id=9999)
+        wb.import_ai_dungeon(scenario, campaign_id=9999)
     with pytest.raises(NotFound, match="9999"):
-        facade.import_ai_dungeon(wb, scenario["storyCards"], campaign_id=9999)
+        wb.import_ai_dungeon(scenario["storyCards"], campaign_id=9999)
     assert census(wb.db.path) == before

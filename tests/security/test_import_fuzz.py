@@ -52,7 +52,7 @@ RSS_GROWTH_KB = 512 * 1024
 def exports(tmp_path_factory):
     folder = tmp_path_factory.mktemp("fuzz-source")
     wb = Workbench.open(folder / "source.db", background=False)
-    report = facade.export_campaign(build_rich(wb), folder / "rich.json")
+    report = build_rich(wb).export(folder / "rich.json")
     wb.close()
     return [json.loads(report.path.read_bytes()), v3()]
 
@@ -159,7 +159,7 @@ def test_importing_any_mutation_is_total(exports, target, tmp_path_factory):
     def check(raw):
         before = census(target.db.path)
         try:
-            report = _timed(lambda: facade.import_campaign(target, raw))
+            report = _timed(lambda: target.import_campaign(raw))
         except BundleRefused:
             assert census(target.db.path) == before, "a refused import wrote rows"
             outcome["refused"] += 1
@@ -168,7 +168,7 @@ def test_importing_any_mutation_is_total(exports, target, tmp_path_factory):
         camp.history()
         exported = camp.export(folder / f"{report.campaign_id}.json")
         assert exported.importable, exported.warning
-        facade.import_campaign(target, exported.path)
+        target.import_campaign(exported.path)
         outcome["imported"] += 1
 
     check()
@@ -190,7 +190,7 @@ def test_other_tools_files_are_total(importer, document, target, tmp_path_factor
     def check(raw):
         before = census(target.db.path)
         try:
-            report = _timed(lambda: importer(target, raw))
+            report = _timed(lambda: importer(target.db, raw))
         except WorkbenchError as refused:
             assert census(target.db.path) == before, "a refused import wrote rows"
             assert len(str(refused)) > 20
