@@ -14,6 +14,7 @@ import atexit
 import re
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
@@ -83,10 +84,13 @@ def check_gguf(path: str | Path, what: str = "model") -> Path:
 
 
 def shared_worker(spec: ModelSpec) -> WorkerHandle:
+    """One worker per model file and window; the thread count is chosen when it
+    starts (it follows the machine's load) and is not part of what is shared."""
+    key = replace(spec, threads=0)
     with _workers_lock:
-        if spec not in _workers:
-            _workers[spec] = WorkerHandle(spec)
-        return _workers[spec]
+        if key not in _workers:
+            _workers[key] = WorkerHandle(spec)
+        return _workers[key]
 
 
 @atexit.register

@@ -52,12 +52,34 @@ class ModelLoadFailed(Exception):
     """The child started but llama.cpp could not load the file."""
 
 
+THREADS_ENV = "STORY_WORKBENCH_THREADS"
+
+
+def default_threads() -> int:
+    """Cores not already busy (the one-minute load average), at least 1, at most 8.
+
+    llama.cpp's threads meet at a spin barrier after every layer, so each
+    thread needs a core of its own: on 2 cores with other work running,
+    SmolLM2 took 51.9 s for a 48-token reply on 2 threads and 5.0 s on 1
+    (measured here), and an idle machine gets every core. `STORY_WORKBENCH_THREADS`
+    overrides the choice."""
+    chosen = os.environ.get(THREADS_ENV, "").strip()
+    if chosen.isdigit() and int(chosen) > 0:
+        return int(chosen)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
+    try:
+        busy = round(os.getloadavg()[0])
+    except OSError:  # no load average on this system
+        busy = 0
+    return max(1, min(cores - busy, 8))
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     path: str
     n_ctx: int
     embedding: bool = False
-    threads: int = field(default_factory=lambda: max(1, min(os.cpu_count() or 2, 8)))
+    threads: int = field(default_factory=default_threads)
     seed: int = 1234
 
 
@@ -97,7 +119,10 @@ def serve(conn, spec: ModelSpec) -> None:  # pragma: no cover - runs in the chil
 def _load(spec: ModelSpec):
     import llama_cpp
 
-    options = dict(model_path=spec.path, n_ctx=spec.n_ctx, n_threads=spec.threads, verbose=False, seed=spec.seed)
+    # Both counts: llama-cpp-python's prompt threads default to every core,
+    # which put a busy machine's prompt reading back on the spin barrier.
+    options = dict(model_path=spec.path, n_ctx=spec.n_ctx, n_threads=spec.threads, n_threads_batch=spec.threads,
+                   verbose=False, seed=spec.seed)
     if spec.embedding:
         options.update(embedding=True, pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN)
     return llama_cpp.Llama(**options)
