@@ -78,3 +78,16 @@ def test_a_scheduler_address_is_used_as_given(recording, tmp_path):
         df = grid.run(recording, cells, tmp_path, narrator=CACHING, scheduler=cluster.scheduler_address,
                       progress=False)
     assert (df[df["cell"] == "slide"]["text"].str.startswith("Beat ")).all()
+
+
+def test_new_content_is_set_against_processed_tokens_in_the_servers_own_units():
+    """A tokenizer that splits text into twice our count doubles the new content
+    too; a turn whose server gave no count has no ratio rather than a guess."""
+    import pandas as pd
+
+    from experiments.replay import _in_server_tokens
+
+    frame = pd.DataFrame({"new_tokens": [100, 100, 100], "prompt_tokens": [2000, None, 1000],
+                          "estimate_tokens": [1000, 1000, 0]})
+    scaled = _in_server_tokens(frame)
+    assert scaled.iloc[0] == 200 and pd.isna(scaled.iloc[1]) and pd.isna(scaled.iloc[2])
