@@ -30,7 +30,10 @@ __all__ = [
     "LABELS_FILE",
     "Labels",
     "admission_sweep",
+    "admitted_irrelevant",
     "candidates",
+    "causes",
+    "diagnose",
     "evaluate",
     "export_pairs",
     "is_relevant",
@@ -146,6 +149,7 @@ def _judge(kind: str, scene: dict, used: Sequence[dict], passages, documents) ->
         "headings": [u.get("heading", "") for u in used],
         "files": [u.get("filename", "") for u in used],
         "relevant_found_by": [u.get("found_by", "") for u in relevant],
+        "is_relevant": [any(u is r for r in relevant) for u in used],
     }
 
 
@@ -252,6 +256,165 @@ def admission_sweep(table: pd.DataFrame, shares: Sequence[float] = (0.3, 0.45, 0
             row[f"off_topic_{window}"] = int(top[top.kind == "off_topic"].id.nunique())
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- failure analysis
+def _semantic_ranks(camp, query: str) -> dict[int, tuple[int, float]]:
+    """{passage id: (rank, cosine)} of every embedded passage for `query`, by
+    the library's own stored vectors (rank 1 is the nearest)."""
+    ranked = _neighbours(camp, [query], 10**9)[0]
+    return {pid: (i + 1, cos) for i, (pid, cos) in enumerate(ranked)}
+
+
+def _lexical_of(camp, words: Sequence[str], ids: Sequence[int], found) -> dict[int, tuple[float, tuple[str, ...]]]:
+    """{passage id: (rarity-weighted evidence, words its heading names)} for
+    passages whether or not they reached the lexical pool, by the engine's
+    own evidence functions (what they would have scored as candidates)."""
+    from engine.knowledge import fts, reads
+    from engine.knowledge.admission import lexical_evidence
+
+    library = camp.knowledge
+    with library.db.reading() as s:
+        live = reads.live_passage_ids(s, found.library.live)
+        lists = [ids_ & live for ids_ in fts.postings(s, words)]
+        matched = fts.evidence(s, list(words), list(ids), lists)
+        heads = reads.headings(s, camp.id, ids)
+    out = {}
+    for pid in ids:
+        named = fts.in_heading(heads.get(pid, ""), words, matched.get(pid, ()))
+        out[pid] = (lexical_evidence(matched.get(pid), found.weights, named), tuple(words[i] for i in sorted(named)))
+    return out
+
+
+def _cause(best: dict | None) -> str:
+    """Why the best-placed relevant passage of a missed scene did not reach
+    the prompt: the first step of the production path it failed."""
+    if best is None:
+        return "not in the library (no passage matches the label)"
+    stage = {"below_cut": "admitted, then cut (under RELATIVE_CUT of the best)",
+             "suppressed": "admitted, then suppressed as a near-repeat",
+             "dropped": "admitted, then did not fit the budget",
+             "admitted": "admitted, not shown"}.get(best["stage"])
+    if stage:
+        return stage
+    from engine.knowledge.retrieval import SEMANTIC_CANDIDATES
+
+    sem, lex = best["sem_rank"] is not None and best["sem_rank"] <= SEMANTIC_CANDIDATES, best["lex_candidate"]
+    if sem and lex:
+        return "candidate of both paths: cosine under the floor and evidence under the bar"
+    if sem:
+        return "semantic candidate only: cosine under the floor"
+    if lex:
+        return "lexical candidate only: evidence under the bar"
+    if best["pool_rank"] is not None:
+        return "in the bm25 pool, not among the 40 lexical candidates; semantic rank > 40"
+    return "no candidate: no bm25 match in the pool and semantic rank > 40"
+
+
+def diagnose(camp, labels: Labels, window: int, frame: pd.DataFrame | None = None, *,
+             every: bool = False) -> pd.DataFrame:
+    """One row per targeted scene that got nothing relevant at `window` (all
+    scenes with `every`): where its relevant passages stood at each step of
+    the production retrieval, why none reached the prompt, and what did.
+
+    The prompt is the engine's own (`camp.context`, its knowledge report:
+    used, below_cut, suppressed, dropped); the candidates and admission bar
+    are the engine's search step (`retrieval._search`); the full semantic
+    ranking is the library's stored vectors. `frame` (from `evaluate`)
+    picks the scenes; without it every targeted scene is run."""
+    from engine.knowledge import retrieval
+
+    passages, embedder, db = _passages(camp), camp.workbench.embedder_or_none(), camp.knowledge.db
+    if frame is not None and not every:
+        rows_ = frame[(frame.window == window) & (frame.kind == "targeted") & ~frame.hit]
+        wanted = set(rows_.id)
+        scenes = [t for t in labels.targeted if t["id"] in wanted]
+    else:
+        scenes = list(labels.targeted)
+    _window(camp, int(window))
+    out = []
+    for scene in scenes:
+        query = _query(scene["scene"])
+        report = camp.context(scene["scene"])["knowledge"] or {}
+        used = report.get("used", [])
+        hit = any(is_relevant(scene, *passages[u["passage_id"]], labels.documents) for u in used if u["passage_id"] > 0)
+        if hit and not every:
+            continue
+        found = retrieval._search(db, camp.id, query, embedder, None, frozenset(), [])
+        relevant = [pid for pid in passages if is_relevant(scene, *passages[pid], labels.documents)]
+        sem = _semantic_ranks(camp, query) if embedder is not None else {}
+        lex = _lexical_of(camp, found.words, relevant, found) if relevant else {}
+        lexical = {pid for pid, _ in found.lexical}  # the 40 candidates, after the evidence re-sort
+        bm25_rank = {pid: i + 1 for i, (pid, _) in enumerate(_pool(db, camp.id, found.words))}
+        stage_of = {u["passage_id"]: "admitted" for u in used}
+        stage_of.update({d["passage_id"]: "below_cut" for d in report.get("below_cut", [])})
+        stage_of.update({d["passage_id"]: "suppressed" for d in report.get("suppressed", [])})
+        stage_of.update({d["passage_id"]: "dropped" for d in report.get("dropped", [])})
+        stage_of.update({u["passage_id"]: "used" for u in used})
+        facts = []
+        for pid in relevant:
+            rank, cos = sem.get(pid, (None, 0.0))
+            evidence, named = lex.get(pid, (0.0, ()))
+            facts.append({"pid": pid, "stage": stage_of.get(pid, ""), "sem_rank": rank, "cosine": cos,
+                          "pool_rank": bm25_rank.get(pid), "lex_candidate": pid in lexical, "evidence": evidence,
+                          "named": named, "heading": passages[pid][1]})
+        order = {"used": 0, "admitted": 1, "dropped": 2, "suppressed": 3, "below_cut": 4, "": 5}
+        facts.sort(key=lambda f: (order[f["stage"]], -(f["cosine"] + 0.02 * f["evidence"])))
+        best = facts[0] if facts else None
+        floor, required = found.sem.floor, found.weights.required if found.lexical else 0.0
+        best_sem = min((f for f in facts if f["sem_rank"]), key=lambda f: f["sem_rank"], default=None)
+        best_lex = max(facts, key=lambda f: f["evidence"], default=None)
+        out.append({
+            "id": scene["id"], "document": scene["document"], "hit": hit, "scene": scene["scene"],
+            "cause": "hit" if hit else _cause(best),
+            "relevant_passages": len(relevant),
+            "best_stage": best["stage"] if best else "",
+            "sem_rank": best_sem["sem_rank"] if best_sem else None,
+            "cosine": round(best_sem["cosine"], 3) if best_sem else None,
+            "floor": floor,
+            "bm25_rank": min((f["pool_rank"] for f in facts if f["pool_rank"]), default=None),
+            "evidence": round(best_lex["evidence"], 2) if best_lex else 0.0,
+            "required": round(required, 2),
+            "heading_names": list(best_lex["named"]) if best_lex else [],
+            "relevant_heading": (best_sem or best or {}).get("heading", ""),
+            "used": [f"{u.get('heading', '')} [{u.get('found_by', '')}; cos {u.get('cosine')}; ev {u.get('evidence')}]"
+                     for u in used],
+            "instead": [("relevant" if is_relevant(scene, *passages[u["passage_id"]], labels.documents) else
+                         "same document" if passages[u["passage_id"]][0] == labels.documents[scene["document"]]["file"]
+                         else "other document") + f" ({u.get('found_by', '')})" for u in used if u["passage_id"] > 0],
+            "below_cut": len(report.get("below_cut", [])), "dropped": len(report.get("dropped", [])),
+            "terms": found.words,
+        })
+    return pd.DataFrame(out)
+
+
+def _pool(db, campaign_id: int, words: Sequence[str]) -> list[tuple[int, float]]:
+    """The bm25 pool the lexical path re-scores (its first LEXICAL_POOL)."""
+    from engine.knowledge import fts, retrieval
+
+    with db.reading() as s:
+        return fts.search(s, campaign_id, list(words), retrieval.LEXICAL_POOL)
+
+
+def causes(diagnosis: pd.DataFrame) -> pd.DataFrame:
+    """Missed scenes per cause and document."""
+    missed = diagnosis[~diagnosis.hit] if len(diagnosis) else diagnosis
+    if not len(missed):
+        return pd.DataFrame(columns=["total"])
+    return missed.groupby(["cause", "document"]).size().unstack(fill_value=0).assign(
+        total=lambda t: t.sum(axis=1)).sort_values("total", ascending=False)
+
+
+def admitted_irrelevant(frame: pd.DataFrame, labels: Labels, window: int) -> pd.DataFrame:
+    """Targeted scenes' admitted passages that were not relevant, by how they got in."""
+    rows = frame[(frame.window == window) & (frame.kind == "targeted")]
+    out = []
+    for r in rows.itertuples():
+        for heading, by, file, good in zip(r.headings, r.found_by, r.files, r.is_relevant, strict=True):
+            if not good:
+                out.append({"id": r.id, "document": r.document, "heading": heading, "found_by": by, "file": file,
+                            "same_document": labels.documents[r.document]["file"] == file})
+    return pd.DataFrame(out)
 
 
 # ---------------------------------------------------------------- pair set

@@ -215,28 +215,33 @@ def _overflow(protected, reserved, transport, output, safety, budget, configured
     return ContextOverflow(message)
 
 
-def _fetch(history: HistorySource, budget: int) -> list[Line]:
+def _fetch(history: HistorySource, budget: int) -> tuple[list[Line], list[str], list[int]]:
     """The newest lines that could fit, and no more: a long story is never read whole.
+    Returned with their rendered texts and token costs (separator included), so
+    each line is rendered and priced once per turn.
 
     After the first read, the next asks for as many lines as the budget holds
     at the cost per line seen so far (a fifth more), rather than doubling: at a
     16k budget doubling took five reads and re-priced ~2,000 lines a turn."""
-    n, priced, cost = FIRST_FETCH, 0, 0
+    n, texts, costs = FIRST_FETCH, [], []
+    sep = tokens.count(SEPARATOR)
     while True:
         lines = list(history.newest(n))
         # Each read ends at the head, so what was priced before is its tail.
-        cost += sum(tokens.count(render_line(x)) + 1 for x in lines[: len(lines) - priced])
-        priced = len(lines)
+        older = [render_line(x) for x in lines[: len(lines) - len(texts)]]
+        texts = older + texts
+        costs = [tokens.count(t) + sep for t in older] + costs
+        cost = sum(costs)
         if cost > budget or len(lines) >= history.total or len(lines) < n:
-            return lines
+            return lines, texts, costs
         per_line = max(cost / max(len(lines), 1), 1.0)
         n = max(n * 2, int(budget / per_line * 1.2) + 1)
 
 
-def _window_history(lines: list[Line], budget: int, max_output: int, fraction: int) -> tuple[list[str], dict]:
+def _window_history(fetched: tuple[list[Line], list[str], list[int]], budget: int, max_output: int,
+                    fraction: int) -> tuple[list[str], dict]:
+    lines, texts, costs = fetched
     sep = tokens.count(SEPARATOR)
-    texts = [render_line(x) for x in lines]
-    costs = [tokens.count(t) + sep for t in texts]
     block = trim_block(budget, max_output, fraction) * NODES_PER_TURN if fraction else None
     floor = history_floor([x.depth for x in lines], costs, budget, block) if block else None
     start = 0

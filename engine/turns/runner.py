@@ -77,7 +77,7 @@ class PathHistory:
             # Core, not ORM, execution: these are plain tuples, and the ORM result
             # layer was a third of reading a full 16k window (1,000 lines).
             rows = self.session.connection().execute(query.order_by(NodeRow.depth.desc()).limit(wanted)).all()
-            self._read = [context.Line(kind, text, depth) for kind, text, depth in reversed(rows)] + self._read
+            self._read = list(map(context.Line._make, reversed(rows))) + self._read
             self._complete = len(rows) < wanted
         self.last = self._read[-n:]
         return self.last

@@ -108,3 +108,18 @@ def test_the_admission_sweep_trades_hits_for_everyday_admissions():
     low, high = sweep.iloc[0], sweep.iloc[1]
     assert (low.hits_4096, low.off_topic_4096) == (2, 1)
     assert (high.hits_4096, high.off_topic_4096, high.precision_4096) == (1, 0, 1.0)
+
+
+def test_the_diagnosis_says_where_each_scenes_relevant_passage_stood(tmp_path):
+    labels = ev.load_labels().only(["setting"], targeted_per_document=4, off_topic=2)
+    camp = ev.open_library(tmp_path / "eval.db", labels, embedder="none", progress=False)
+    frame = ev.evaluate(camp, labels, windows=(4096,), progress=False)
+    every = ev.diagnose(camp, labels, 4096, every=True)
+    assert list(every.id) == [t["id"] for t in labels.targeted]
+    assert {"cause", "sem_rank", "cosine", "bm25_rank", "evidence", "required", "instead", "below_cut"} <= set(every)
+    hits = frame[frame.kind == "targeted"].set_index("id").hit
+    assert (every.set_index("id").hit == hits).all()
+    assert (every.cause == "hit").sum() == hits.sum() and (every.relevant_passages > 0).all()
+    missed = ev.diagnose(camp, labels, 4096, frame)  # only the misses
+    assert set(missed.id) == set(hits[~hits].index) and not missed.hit.any()
+    assert ev.causes(every).empty or ev.causes(every)["total"].sum() == (~every.hit).sum()
