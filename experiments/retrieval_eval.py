@@ -311,6 +311,11 @@ def _cause(best: dict | None) -> str:
     return "no candidate: no bm25 match in the pool and semantic rank > 40"
 
 
+DIAGNOSIS_COLUMNS = ["id", "document", "hit", "scene", "cause", "relevant_passages", "best_stage", "sem_rank",
+                     "cosine", "floor", "bm25_rank", "evidence", "required", "heading_names", "relevant_heading",
+                     "used", "instead", "below_cut", "dropped", "terms"]
+
+
 def diagnose(camp, labels: Labels, window: int, frame: pd.DataFrame | None = None, *,
              every: bool = False) -> pd.DataFrame:
     """One row per targeted scene that got nothing relevant at `window` (all
@@ -385,7 +390,7 @@ def diagnose(camp, labels: Labels, window: int, frame: pd.DataFrame | None = Non
             "below_cut": len(report.get("below_cut", [])), "dropped": len(report.get("dropped", [])),
             "terms": found.words,
         })
-    return pd.DataFrame(out)
+    return pd.DataFrame(out, columns=DIAGNOSIS_COLUMNS)  # the columns even when every scene hit
 
 
 def _pool(db, campaign_id: int, words: Sequence[str]) -> list[tuple[int, float]]:
