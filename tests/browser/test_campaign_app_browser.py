@@ -170,8 +170,9 @@ def _what_the_page_showed(page, tmp_path: Path) -> str:
     return f"The page (screenshot {shot}):\n{text[-4000:]}\nJupyterLab log:\n{(tmp_path / 'lab.log').read_text()[-3000:]}"
 
 
-def _play_in_the_page(page, base: str, token: str, work: Path) -> None:
-    page.goto(f"{base}/lab/tree/app.ipynb?token={token}", wait_until="domcontentloaded")
+def open_app(page, base: str, token: str, notebook: str):
+    """Open `notebook` in JupyterLab, run its first cell, and return the app once it shows."""
+    page.goto(f"{base}/lab/tree/{notebook}?token={token}", wait_until="domcontentloaded")
     editor = page.locator(".jp-Notebook .jp-CodeCell .cm-content").first
     editor.wait_for(timeout=60 * SECOND)
     page.wait_for_timeout(10 * SECOND)  # the kernel starting
@@ -179,6 +180,11 @@ def _play_in_the_page(page, base: str, token: str, work: Path) -> None:
     page.keyboard.press("Shift+Enter")
     app = page.locator(".story-workbench-app")
     app.wait_for(timeout=90 * SECOND)
+    return app
+
+
+def _play_in_the_page(page, base: str, token: str, work: Path) -> None:
+    app = open_app(page, base, token, "app.ipynb")
     story = app.locator(".story-workbench-story")
     assert "Rain needles the cliff path" in story.inner_text()
     _assert_newest_in_view(page)  # a long opening: the box opens at its end

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_campaign_app_browser import CHROMIUM, CHROMIUM_ARGS, SECOND, _requirements, lab  # noqa: F401
+from test_campaign_app_browser import CHROMIUM, CHROMIUM_ARGS, SECOND, _requirements, lab, open_app  # noqa: F401
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "security"))
 from hostile import PAYLOADS  # noqa: E402
@@ -52,14 +52,7 @@ def test_no_payload_runs_in_the_app(lab, tmp_path):  # noqa: F811 - the fixture,
             page = browser.new_page(viewport={"width": 1400, "height": 1100})
             dialogs: list[str] = []
             page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.goto(f"{base}/lab/tree/hostile.ipynb?token={token}", wait_until="domcontentloaded")
-            editor = page.locator(".jp-Notebook .jp-CodeCell .cm-content").first
-            editor.wait_for(timeout=60 * SECOND)
-            page.wait_for_timeout(10 * SECOND)  # the kernel starting
-            editor.click()
-            page.keyboard.press("Shift+Enter")
-            app = page.locator(".story-workbench-app")
-            app.wait_for(timeout=90 * SECOND)
+            app = open_app(page, base, token, "hostile.ipynb")
             page.wait_for_timeout(3 * SECOND)  # images would have failed to load and fired by now
             for button in app.locator("button").all():  # open what opens: panels, takes, save points
                 label = (button.inner_text() or "").strip().lower()

@@ -31,6 +31,15 @@ def _package(path: Path) -> str:
     return name if path.name == "__init__.py" else name.rpartition(".")[0]
 
 
+def _module_of(node: ast.ImportFrom, path: Path) -> str:
+    """The absolute module a `from ... import` names, relative ones resolved against `path`'s package."""
+    if not node.level:
+        return node.module or ""
+    base = _package(path).split(".")
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def _imported(path: Path) -> set[str]:
     """Every module an `import` or `from ... import` anywhere in the file names
     (inside functions and `if TYPE_CHECKING:` too), relative ones resolved;
@@ -40,12 +49,7 @@ def _imported(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = _package(path).split(".")
-                base = base[:len(base) - (node.level - 1)]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
+            module = _module_of(node, path)
             found.add(module)
             found |= {f"{module}.{alias.name}" for alias in node.names}
     return found
@@ -78,13 +82,7 @@ def _private_facade_uses(path: Path) -> list[str]:
             if name == "facade":
                 uses.append(f"line {node.lineno}: facade.{node.attr}")
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = _package(path).split(".")
-                base = base[:len(base) - (node.level - 1)]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
-            if module == FACADE:
+            if _module_of(node, path) == FACADE:
                 uses += [f"line {node.lineno}: from facade import {a.name}" for a in node.names
                          if a.name.startswith("_")]
     return uses
