@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
@@ -29,8 +30,11 @@ __all__ = [
     "DATA_DIR",
     "LABELS_FILE",
     "Labels",
+    "Signals",
+    "TARGETS",
     "admission_sweep",
     "admitted_irrelevant",
+    "against_targets",
     "candidates",
     "causes",
     "diagnose",
@@ -41,14 +45,23 @@ __all__ = [
     "open_library",
     "passage_sizes",
     "per_document",
+    "plot_ranks",
     "plot_sizes",
     "plot_windows",
+    "rank_table",
+    "reach",
     "reference_cap",
+    "signals",
     "summarise",
 ]
 
 DATA_DIR = Path(__file__).parents[1] / "tests" / "data" / "knowledge"
 LABELS_FILE = DATA_DIR / "retrieval_labels.json"
+# What issue 16 asks of the embedded MiniLM, per window: targeted scenes
+# with a relevant passage, precision of what they admitted, and at most one
+# off-topic scene (of 40) admitting anything.
+TARGETS = {4096: {"hit_rate": 0.85, "precision": 0.80, "off_topic_admitting": 1},
+           16384: {"hit_rate": 0.90, "precision": 0.80, "off_topic_admitting": 1}}
 _HEADING_LINE = re.compile(r"^#{1,6}\s+(.*)$", re.MULTILINE)
 _SPACES = re.compile(r"\s+")
 
@@ -188,6 +201,23 @@ def summarise(frame: pd.DataFrame) -> dict[int, dict]:
             "off_topic": len(off), "off_topic_admitting": int((off.admitted > 0).sum()),
             "off_topic_passages": int(off.admitted.sum()),
             "knowledge_tokens": int(rows.knowledge_tokens.median()) if len(rows) else 0,
+        }
+    return out
+
+
+def against_targets(summary: dict[int, dict]) -> dict[str, dict]:
+    """Each window's figures beside issue 16's targets, and whether each is met."""
+    out = {}
+    for window, s in summary.items():
+        goal = TARGETS.get(int(window))
+        if goal is None:
+            continue
+        out[str(window)] = {
+            "hit_rate": s["hit_rate"], "hit_rate_target": goal["hit_rate"],
+            "precision": s["precision"], "precision_target": goal["precision"],
+            "off_topic_admitting": s["off_topic_admitting"], "off_topic_target": goal["off_topic_admitting"],
+            "met": bool(s["hit_rate"] >= goal["hit_rate"] and s["precision"] >= goal["precision"]
+                        and s["off_topic_admitting"] <= goal["off_topic_admitting"]),
         }
     return out
 
@@ -431,18 +461,22 @@ def _query(scene: str) -> str:
     return scene_query([player_line(scene)])
 
 
-def _neighbours(camp, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
-    """Each query's k nearest passages by the library's own stored vectors."""
-    import numpy as np
-
+def _cosines(camp, queries: Sequence[str]):
+    """(passage ids, queries x passages cosines) by the library's own stored
+    vectors and the configured embedder."""
     from engine.knowledge.vectors import cache_key, load_matrix, unit
 
     library, embedder = camp.knowledge, camp.workbench.embedder_or_none()
     with library.db.reading() as s:
         held = load_matrix(s, cache_key(library.db, camp.id, embedder.model_id), camp.id, embedder.model_id)
         matrix, _ = held.live(tuple(int(i) for i in library.list().index), 10**9)
-    scores = unit(embedder.embed(list(queries))) @ matrix.vectors.T
-    return [[(int(matrix.passage_ids[i]), float(row[i])) for i in np.argsort(-row)[:k]] for row in scores]
+    return [int(i) for i in matrix.passage_ids], unit(embedder.embed(list(queries))) @ matrix.vectors.T
+
+
+def _neighbours(camp, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
+    """Each query's k nearest passages by the library's own stored vectors."""
+    ids, scores = _cosines(camp, queries)
+    return [[(ids[i], float(row[i])) for i in np.argsort(-row)[:k]] for row in scores]
 
 
 def export_pairs(camp, labels: Labels, path: str | Path, *, relevant_per_scene: int = 3,
@@ -528,6 +562,152 @@ def passage_sizes(labels: Labels, knowledge_tokens: int, targets: Sequence[int] 
                              "fits_share": round(sum(c <= cap for c in costs) / max(len(costs), 1), 4),
                              "cap": cap})
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- what the signals can reach
+# The bm25 weight tried beside the engine's relevance (bm25 runs to ~45 on
+# this library, the cosine to ~0.7).
+BM25_SCALE = 0.01
+
+
+@dataclass(frozen=True)
+class Signals:
+    """Every scene against every passage of the library, on the signals the
+    engine has: the cosine of the stored vectors, the rarity-weighted lexical
+    evidence (`admission`), FTS5's bm25, and the labels' verdict. Targeted
+    scenes come first."""
+
+    ids: tuple[str, ...]
+    targeted: np.ndarray  # (scenes,) bool
+    passage_ids: tuple[int, ...]
+    cosine: np.ndarray  # (scenes, passages); zeros without an embedder
+    evidence: np.ndarray
+    bm25: np.ndarray
+    relevant: np.ndarray  # (scenes, passages) bool; never true for an off-topic scene
+
+    def scores(self) -> dict[str, np.ndarray]:
+        """Each way of ordering passages that the analysis compares: each
+        signal alone, the engine's own relevance (`ranking.relevance`), and
+        that plus bm25."""
+        from engine.knowledge.ranking import EVIDENCE_SCALE
+
+        relevance = self.cosine + EVIDENCE_SCALE * self.evidence
+        out = {"engine relevance": relevance, "relevance + bm25": relevance + BM25_SCALE * self.bm25,
+               "lexical evidence": self.evidence, "bm25": self.bm25}
+        if self.cosine.any():
+            out["cosine"] = self.cosine
+        return out
+
+
+def signals(camp, labels: Labels, *, progress: bool = True) -> Signals:
+    """Score every passage for every scene (the scene as a turn searches
+    with it), by the engine's own functions: the candidate caps, floors and
+    budget are left out on purpose, to see what any admission rule built on
+    these signals could do."""
+    from engine.knowledge import fts, reads, retrieval
+    from engine.knowledge.admission import lexical_evidence
+
+    passages, embedder, db = _passages(camp), camp.workbench.embedder_or_none(), camp.knowledge.db
+    scenes = [("targeted", t) for t in labels.targeted] + [
+        ("off_topic", {"id": f"off-{i + 1:02d}", "document": "", "scene": s}) for i, s in enumerate(labels.off_topic)]
+    queries = [_query(s["scene"]) for _, s in scenes]
+    if embedder is not None:
+        ids, cos = _cosines(camp, queries)
+    else:
+        ids, cos = sorted(passages), None
+    col = {pid: j for j, pid in enumerate(ids)}
+    shape = (len(scenes), len(ids))
+    evidence, bm25, relevant = np.zeros(shape), np.zeros(shape), np.zeros(shape, dtype=bool)
+    with db.reading() as s:
+        heads = reads.headings(s, camp.id, ids)
+    for i, ((kind, scene), query) in enumerate(tqdm(list(zip(scenes, queries, strict=True)), desc="scoring scenes",
+                                                       disable=not progress, leave=False)):
+        found = retrieval._search(db, camp.id, query, None, None, frozenset(), [])
+        with db.reading() as s:
+            live = reads.live_passage_ids(s, found.library.live)
+            lists = [p & live for p in fts.postings(s, found.words)]
+            matched = fts.evidence(s, found.words, ids, lists)
+            scored = fts.search(s, camp.id, found.words, len(ids))
+        for pid, terms_in in matched.items():
+            named = fts.in_heading(heads.get(pid, ""), found.words, terms_in)
+            evidence[i, col[pid]] = lexical_evidence(terms_in, found.weights, named)
+        for pid, score in scored:
+            if pid in col:
+                bm25[i, col[pid]] = score
+        if kind == "targeted":
+            relevant[i] = [is_relevant(scene, *passages[pid], labels.documents) for pid in ids]
+    return Signals(tuple(s["id"] for _, s in scenes), np.array([k == "targeted" for k, _ in scenes]), tuple(ids),
+                   cos if cos is not None else np.zeros(shape), evidence, bm25, relevant)
+
+
+def _first_relevant_rank(score: np.ndarray, relevant: np.ndarray) -> int:
+    """Where the best relevant passage stands (1 = first); a tie counts for
+    it (this is a ceiling); 0 when the scene has no relevant passage."""
+    if not relevant.any():
+        return 0
+    return int((score > score[relevant].max()).sum()) + 1
+
+
+def rank_table(sig: Signals, ks: Sequence[int] = (1, 2, 3, 5, 10, 40)) -> pd.DataFrame:
+    """Per way of ordering: targeted scenes whose first relevant passage is
+    among the best k of the whole library. No admission rule, floor or
+    budget can give a scene a relevant passage that is not among what it
+    shows, so at a window that shows k passages this is the most any rule on
+    that ordering can reach."""
+    rows = []
+    targeted = np.flatnonzero(sig.targeted)
+    for name, score in sig.scores().items():
+        ranks = [_first_relevant_rank(score[i], sig.relevant[i]) for i in targeted]
+        rows.append({"ordering": name, **{f"within {k}": sum(0 < r <= k for r in ranks) for k in ks},
+                     "scenes": len(targeted)})
+    return pd.DataFrame(rows).set_index("ordering")
+
+
+def reach(sig: Signals, caps: Sequence[int] = (1, 2, 3, 5, 10), allowed: Sequence[int] = (0, 1, 2)) -> pd.DataFrame:
+    """The best an absolute threshold on each ordering can do: for each cap
+    (passages a scene may show) and each number of off-topic scenes allowed
+    to admit anything, the threshold is set just above the score of the
+    off-topic scene that would be one too many, chosen on these very scenes
+    (so the figures are optimistic, never pessimistic)."""
+    rows = []
+    targeted, off = np.flatnonzero(sig.targeted), np.flatnonzero(~sig.targeted)
+    for name, score in sig.scores().items():
+        off_best = np.sort(score[off].max(axis=1))[::-1] if len(off) else np.array([])
+        for a in allowed:
+            bar = float(np.nextafter(off_best[a], np.inf)) if a < len(off_best) else -np.inf
+            for k in caps:
+                hits = shown = good = 0
+                for i in targeted:
+                    top = [j for j in np.argsort(-score[i], kind="stable")[:k] if score[i, j] >= bar]
+                    shown += len(top)
+                    good += int(sig.relevant[i, top].sum())
+                    hits += bool(sig.relevant[i, top].any())
+                admitting = sum(bool((score[i] >= bar).any()) for i in off)
+                rows.append({"ordering": name, "cap": k, "off_topic_allowed": a, "threshold": round(bar, 4),
+                             "hits": hits, "hit_rate": round(hits / max(len(targeted), 1), 3),
+                             "precision": round(good / shown, 3) if shown else None,
+                             "off_topic_admitting": admitting})
+    return pd.DataFrame(rows)
+
+
+def plot_ranks(table: pd.DataFrame, targets: Sequence[float] = (0.85, 0.90)):
+    """Share of targeted scenes whose first relevant passage is within the
+    best k, per ordering, against the hit-rate targets."""
+    import matplotlib.pyplot as plt
+
+    ks = [int(c.split()[-1]) for c in table.columns if c.startswith("within ")]
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    for name, row in table.iterrows():
+        ax.plot(ks, [row[f"within {k}"] / row["scenes"] for k in ks], marker="o", label=name)
+    for t in targets:
+        ax.axhline(t, color="k", ls="--", lw=1)
+        ax.annotate(f"target {t:.0%}", (ks[0], t), textcoords="offset points", xytext=(2, 3), fontsize=8)
+    ax.set(xscale="log", xticks=ks, xticklabels=[str(k) for k in ks], ylim=(0, 1.02),
+           xlabel="passages shown (best k of the whole library)", ylabel="targeted scenes with a relevant one",
+           title="the most any admission rule on each ordering can reach")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
 
 
 # ---------------------------------------------------------------- plots

@@ -4,6 +4,7 @@ real public document) and its notebook under papermill with small parameters
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import papermill as pm
 import pytest
@@ -87,6 +88,8 @@ def test_the_notebook_runs_with_small_parameters(tmp_path):
     assert m["embedding_model"].lower().endswith("minilm-l6-v2") and m["semantic_floor"] is not None
     assert w["targeted"] == 3 and w["off_topic"] == 4 and 0 <= w["hit_rate"] <= 1
     assert w["targeted_hits"] >= 2 and w["off_topic_admitting"] == 0
+    assert set(m["targets"]) == {"4096"} and "met" in m["targets"]["4096"]
+    assert m["reachable"]["within"]["engine relevance"]["within 40"] >= w["targeted_hits"]
     assert m["admission_sweep"] and {"share", "cap", "floor", "hits_4096"} <= set(m["admission_sweep"][0])
     fits = {r["target"]: r["fits_share"] for r in m["passage_sizes"]}
     assert fits[256] > fits[800]
@@ -123,3 +126,46 @@ def test_the_diagnosis_says_where_each_scenes_relevant_passage_stood(tmp_path):
     missed = ev.diagnose(camp, labels, 4096, frame)  # only the misses
     assert set(missed.id) == set(hits[~hits].index) and not missed.hit.any()
     assert ev.causes(every).empty or ev.causes(every)["total"].sum() == (~every.hit).sum()
+
+
+def _signals(cosine, relevant, targeted):
+    cosine = np.asarray(cosine, dtype=float)
+    zeros = np.zeros_like(cosine)
+    return ev.Signals(tuple(f"s{i}" for i in range(len(cosine))), np.asarray(targeted), tuple(range(cosine.shape[1])),
+                      cosine, zeros, zeros, np.asarray(relevant, dtype=bool))
+
+
+def test_the_ceiling_counts_where_the_first_relevant_passage_stands():
+    sig = _signals(cosine=[[0.9, 0.5, 0.1], [0.3, 0.6, 0.7], [0.2, 0.2, 0.2], [0.1, 0.4, 0.8]],
+                   relevant=[[True, False, False], [True, False, False], [False, False, True], [False] * 3],
+                   targeted=[True, True, True, False])
+    table = ev.rank_table(sig, ks=(1, 2, 3))
+    # first relevant at rank 1, 3, and 1 (a three-way tie counts for the scene)
+    assert table.loc["cosine", ["within 1", "within 2", "within 3"]].tolist() == [2, 2, 3]
+    reach = ev.reach(sig, caps=(1, 3), allowed=(0, 1)).set_index(["ordering", "off_topic_allowed", "cap"])
+    strict = reach.loc[("cosine", 0, 3)]  # above the off-topic scene's best (0.8): only 0.9 is shown
+    assert (strict.hits, strict.precision, strict.off_topic_admitting) == (1, 1.0, 0)
+    loose = reach.loc[("cosine", 1, 3)]  # every passage, the off-topic scene too
+    assert (loose.hits, loose.off_topic_admitting) == (3, 1) and loose.precision == round(3 / 9, 3)
+
+
+def test_the_figures_are_set_beside_the_targets():
+    summary = {4096: {"hit_rate": 0.86, "precision": 0.81, "off_topic_admitting": 1},
+               16384: {"hit_rate": 0.95, "precision": 0.79, "off_topic_admitting": 0}, 2048: {}}
+    judged = ev.against_targets(summary)
+    assert set(judged) == {"4096", "16384"}
+    assert judged["4096"]["met"] and not judged["16384"]["met"]
+    assert judged["16384"]["precision_target"] == 0.80
+
+
+def test_production_never_beats_the_ceiling_on_a_real_wiki(tmp_path):
+    labels = ev.load_labels().only(["setting"], targeted_per_document=6, off_topic=6)
+    camp = ev.open_library(tmp_path / "eval.db", labels, embedder="none", progress=False)
+    hits = ev.summarise(ev.evaluate(camp, labels, windows=(4096,), progress=False))[4096]["targeted_hits"]
+    sig = ev.signals(camp, labels, progress=False)
+    assert sig.relevant[~sig.targeted].sum() == 0 and sig.relevant[sig.targeted].any(axis=1).all()
+    assert "cosine" not in sig.scores()  # no embedder: no cosine ordering is claimed
+    table = ev.rank_table(sig)
+    assert hits <= table.loc["engine relevance", "within 40"] <= 6
+    row = table.loc["engine relevance"]
+    assert list(row.drop("scenes")) == sorted(row.drop("scenes"))  # more shown never reaches fewer
