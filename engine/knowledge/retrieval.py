@@ -25,6 +25,7 @@ from .budget import ALWAYS_SHARE, KNOWLEDGE_SHARE, Allotment, allot
 from .calibration import floor_for, uncalibrated_note
 from .classes import CLASS_LABELS
 from .framing import SEPARATOR, block, static_sections, volatile_sections
+from .query import query_parts
 from .ranking import cut, normalise, rank, suppress
 from .records import Retrieved
 from .vectors import Matrix, cache_key, cosines, load_matrix
@@ -171,8 +172,9 @@ def _semantic(session, db: Database, campaign_id: int, live: tuple[int, ...], qu
                     "until the library catches up.")
         return out
     try:
-        vector = query_vector if query_vector is not None else embedder.embed([query_text])[0]
-        scores = cosines(matrix.vectors, np.asarray(vector, dtype=np.float32))
+        vectors = [query_vector] if query_vector is not None else embedder.embed(query_parts(query_text))
+        # a passage's cosine is its best against any part of the scene
+        scores = np.max([cosines(matrix.vectors, np.asarray(v, dtype=np.float32)) for v in vectors], axis=0)
     except Exception as exc:  # an embedder failure narrows retrieval, never fails it
         out.note = f"Semantic retrieval is unavailable this turn ({type(exc).__name__}: {exc}); lexical only."
         return out

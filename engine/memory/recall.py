@@ -1,8 +1,9 @@
 """Which memories the next prompt carries: cosine top-k over the path's bank.
 
 Read-only: use counts are recorded in the turn's own commit. The query is the
-recent story (the last 4 story nodes, at most 600 tokens), taken from the
-path the turn is built on, so a retried take is never part of it.
+recent story (the last 4 story nodes, at most 600 tokens, newest first: see
+`tokens.newest_first`), taken from the path the turn is built on, so a
+retried take is never part of it.
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def query_text(session, path: Path, pending: str = "", recent: list[str] | None 
     caller has them already: the turn reads them once for memories, cards and knowledge."""
     texts = recent_story(session, path, RECALL_NODES) if recent is None else recent[-RECALL_NODES:]
     texts = (texts + [pending])[-RECALL_NODES:] if pending else texts
-    return tokens.last("\n\n".join(texts), RECALL_TOKENS)
+    return tokens.newest_first(texts, RECALL_TOKENS)
 
 
 def _catalogue(session, path: Path, model_id: str) -> list[tuple[int, bool, str]]:

@@ -5,7 +5,9 @@ from conftest import ABBEY, CRYPT_SCENE
 
 from engine.knowledge import Library
 from engine.knowledge.admission import (
+    CAP_TERMS,
     COMMON_SHARE,
+    LEXICAL_MAX_REQUIRED,
     HEADING_WEIGHT,
     MIN_LIBRARY,
     NAMED_COMMON_SHARE,
@@ -57,6 +59,18 @@ def test_standing_names_count_only_beside_other_evidence():
     weights = weigh([2, 2], 3000, ["aldric", "crypt"], standing={"aldric"})
     assert lexical_evidence({0}, weights) == 0
     assert lexical_evidence({0, 1}, weights) == pytest.approx(2 * idf(2, 3000))
+
+
+def test_the_cap_on_the_bar_grows_with_the_words_a_long_scene_holds():
+    n = 3000
+    short = weigh([5] * CAP_TERMS, n, [f"w{i}" for i in range(CAP_TERMS)], standing=())
+    long = weigh([5] * 3 * CAP_TERMS, n, [f"w{i}" for i in range(3 * CAP_TERMS)], standing=())
+    assert short.weighed == CAP_TERMS and short.required == LEXICAL_MAX_REQUIRED
+    # three times the words: three times the chance overlap, three times the cap
+    assert long.weighed == 3 * CAP_TERMS and long.required == pytest.approx(3 * LEXICAL_MAX_REQUIRED)
+    # common words, unknown words and standing names are not weighed words
+    mixed = weigh([int(0.5 * n), 0, 5, 5], n, ["check", "latte", "aldric", "crypt"], standing={"aldric"})
+    assert mixed.weighed == 1
 
 
 def test_a_small_library_measures_rarity_against_a_floor_of_passages():

@@ -1,7 +1,7 @@
-"""The scene query: state first, then the newest story, capped."""
+"""The scene query: state first, then the newest story (newest text first), capped; and its parts."""
 from engine.context import tokens
-from engine.knowledge import scene_query
-from engine.knowledge.query import QUERY_STORY_TEXTS, QUERY_TOKENS
+from engine.knowledge import fts, scene_query
+from engine.knowledge.query import QUERY_PARTS, QUERY_STORY_TEXTS, QUERY_TOKENS, query_parts
 
 
 def test_state_comes_first_then_the_newest_story():
@@ -21,3 +21,19 @@ def test_long_story_is_cut_to_its_newest_tokens():
 
 def test_empty_inputs():
     assert scene_query([]) == "" and scene_query(["  "], ["", " "]) == ""
+
+
+def test_the_newest_text_comes_first_and_its_words_make_the_term_cut():
+    older = [" ".join(f"filler{t}x{i}" for i in range(80)) for t in range(3)]
+    query = scene_query([*older, "> I pry open the reliquary of Saint Ostrava."], ["Mara"])
+    assert query.split("\n")[1] == "> I pry open the reliquary of Saint Ostrava."
+    words = fts.terms(query)[: fts.MAX_TERMS]
+    assert {"reliquary", "ostrava", "mara"} <= set(words) and "filler0x0" not in words
+
+
+def test_parts_are_paragraphs_newest_first_and_capped():
+    query = scene_query(["First turn.\n\nIts second paragraph.", "> I look around."], ["Mara"])
+    assert query_parts(query) == ["Mara\n> I look around.", "First turn.", "Its second paragraph."]
+    many = "\n\n".join(f"paragraph {i}" for i in range(QUERY_PARTS + 3))
+    assert query_parts(many) == [f"paragraph {i}" for i in range(QUERY_PARTS)]
+    assert query_parts("") == [] and query_parts(" \n\n ") == []

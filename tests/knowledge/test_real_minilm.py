@@ -3,7 +3,8 @@ import pytest
 from conftest import ABBEY, KILN_SCENE, OSSUARY, TAVERN, TIDE_SCENE
 from sqlalchemy import text
 
-from engine.knowledge import Library, floor_for, render
+from engine.context import tokens
+from engine.knowledge import Library, floor_for, render, scene_query
 from engine.providers.embedders import MINILM_ID, MiniLMEmbedder
 
 pytestmark = pytest.mark.realmodel
@@ -88,3 +89,27 @@ def test_reindex_reembeds_the_same_count_with_the_same_model(lib, db):
     assert result["embedded"] == 6
     with db.reading() as s:
         assert s.execute(text("SELECT count(*), count(DISTINCT model) FROM knowledge_embeddings")).one() == (6, 1)
+
+
+# Three long turns of story about something else, ~190 tokens each: together
+# more than MiniLM's 256 word pieces, so only what comes first is embedded.
+VOYAGE = [
+    ("The gulls wheel over the harbour as the crew hauls the last barrels aboard. Salt spray hangs in the air, "
+     "the ropes creak against the pilings, and the bosun shouts at a boy who has tangled a line around the capstan. "
+     "Out past the breakwater the sea is slate grey and choppy, and the wind has swung round to the east. ") * 2,
+    ("By midday the coast is a thin brown line behind you. The captain paces the quarterdeck with a spyglass, "
+     "muttering about weather, while two sailors argue over a game of dice by the mainmast. The cook throws potato "
+     "peelings over the rail and the gulls follow in a screaming cloud, diving for scraps in the wake. ") * 2,
+    ("At dusk the swell grows heavier and the lanterns sway on their hooks. You help reef the topsail with cold, "
+     "stiff fingers, then go below to eat salt pork and hard biscuit in the crowded mess, where a fiddler plays "
+     "the same three tunes and the hammocks hang like sleeping bats from the beams overhead. ") * 2,
+]
+
+
+def test_a_long_story_is_searched_by_its_newest_input(lib):
+    scene = "What mark is cut into the stone over the stairs down to the burial vault of the old monastery north of town?"
+    story = [*VOYAGE, f"> {scene}"]
+    assert tokens.count("\n\n".join(VOYAGE)) > 300  # the old, played order embedded only the voyage
+    sel = lib.retrieve(scene_query(story), budget_tokens=6000)
+    abbey = [p for p in sel.passages if p.filename == "abbey.md"]
+    assert abbey and abbey[0].admitted_by in {"semantic", "both"}

@@ -213,6 +213,16 @@ def test_a_precomputed_query_vector_skips_the_embedding_call(library, db, campai
     assert topic.calls == before and files(sel) == ["abbey.md"]
 
 
+def test_each_paragraph_of_a_scene_is_searched_on_its_own(library, topic):
+    library.add("abbey.md", ABBEY, classification="canon")
+    alone = library.retrieve(CRYPT_SCENE, budget_tokens=BUDGET).passages[0]
+    calls = topic.calls
+    sel = library.retrieve(f"{TIDE_SCENE}\n\n{CRYPT_SCENE}", budget_tokens=BUDGET)
+    (abbey,) = [p for p in sel.passages if p.filename == "abbey.md"]
+    assert abbey.cosine == pytest.approx(alone.cosine)  # its best part, not the blend of both
+    assert topic.calls == calls + 1  # both parts in one embedding call
+
+
 def test_always_in_force_canon_is_static_and_capped(library):
     rules = library.add("rules.md", "# World Rules\n\nIron burns the fae. The dead do not speak.",
                         classification="canon", always_include=True)
