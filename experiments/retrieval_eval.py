@@ -75,6 +75,7 @@ class Labels:
     documents: dict[str, dict]  # key -> {"file", "class", "kind"}
     targeted: tuple[dict, ...]  # {"id", "document", "scene", "headings", "phrases"}
     off_topic: tuple[str, ...]
+    story: tuple[str, ...] = ()  # played before every scene in the "in play" run
 
     def only(self, documents: Iterable[str] | None = None, *, targeted_per_document: int | None = None,
              off_topic: int | None = None) -> Labels:
@@ -95,7 +96,7 @@ def load_labels(path: str | Path | None = None) -> Labels:
     raw = Path(path or LABELS_FILE).read_bytes()
     data = json.loads(raw)
     return Labels(data["name"], hashlib.sha256(raw).hexdigest(), data["documents"], tuple(data["targeted"]),
-                  tuple(data["off_topic"]))
+                  tuple(data["off_topic"]), tuple(data.get("story_before", ())))
 
 
 def _norm(text: str) -> str:
@@ -118,9 +119,14 @@ def is_relevant(scene: dict, document_file: str, heading: str, text: str, docume
 
 
 # ---------------------------------------------------------------- library
-def open_library(path: str | Path, labels: Labels, *, embedder: str = "local", progress: bool = True):
+def open_library(path: str | Path, labels: Labels, *, embedder: str = "local", progress: bool = True,
+                 in_play: bool = False):
     """A fresh workbench file holding one campaign whose library is the
-    labels' documents, imported and embedded the way a reader would."""
+    labels' documents, imported and embedded the way a reader would.
+
+    `in_play`: the campaign's story is the labels' `story` (imported as an AI
+    Dungeon adventure, the way a reader brings a story in), so every scene
+    asked of it comes after those turns, as the newest input of a turn."""
     from engine import Workbench
 
     path = Path(path)
@@ -128,7 +134,15 @@ def open_library(path: str | Path, labels: Labels, *, embedder: str = "local", p
         stale.unlink(missing_ok=True)
     wb = Workbench.open(path, background=False)
     wb.configure(narrator="local", embedder=embedder)
-    camp = wb.new_campaign(labels.name, premise="A retrieval evaluation on public documents.", protagonist="Aldric")
+    if in_play:
+        if not labels.story:
+            raise ValueError("These labels have no story_before to play the scenes after.")
+        report = wb.import_ai_dungeon({"title": labels.name, "prompt": labels.story[0],
+                                       "actions": [{"type": "continue", "text": t} for t in labels.story[1:]]})
+        camp = wb.campaign(report.campaign_id)
+    else:
+        camp = wb.new_campaign(labels.name, premise="A retrieval evaluation on public documents.",
+                               protagonist="Aldric")
     library = camp.knowledge
     library.progress = progress
     for doc in labels.documents.values():

@@ -114,16 +114,21 @@ class Weights:
         return max(LEXICAL_MIN_EVIDENCE, min(cap, QUERY_SHARE * self.query))
 
 
-def weigh(frequencies: Sequence[int], n: int, words: Sequence[str], standing: Collection[str]) -> Weights:
-    """Each word's weight from its document frequency among `n` live passages."""
+def weigh(frequencies: Sequence[int], n: int, words: Sequence[str], standing: Collection[str],
+          only: Collection[int] | None = None) -> Weights:
+    """Each word's weight from its document frequency among `n` live passages;
+    with `only`, the words at those indexes alone (the others weigh nothing
+    and are not part of the query's weight)."""
     n = max(n, MIN_LIBRARY)
-    values = tuple(0.0 if n <= 0 or df <= 0 or df / n > COMMON_SHARE else idf(df, n) for df in frequencies)
+    keep = range(len(frequencies)) if only is None else frozenset(only)
+    values = tuple(0.0 if i not in keep or df <= 0 or df / n > COMMON_SHARE else idf(df, n)
+                   for i, df in enumerate(frequencies))
     # A heading that names even a common word is specific ("Bag of Holding":
     # "holding" is in 6% of the rules reference's passages).
-    named = tuple(HEADING_WEIGHT * idf(df, n) if n > 0 and 0 < df <= NAMED_COMMON_SHARE * n else 0.0
-                  for df in frequencies)
+    named = tuple(HEADING_WEIGHT * idf(df, n) if i in keep and 0 < df <= NAMED_COMMON_SHARE * n else 0.0
+                  for i, df in enumerate(frequencies))
     stand = frozenset(i for i, w in enumerate(words) if w in standing)
-    counted = [i for i, df in enumerate(frequencies) if i not in stand and n > 0 and df / n <= COMMON_SHARE]
+    counted = [i for i, df in enumerate(frequencies) if i in keep and i not in stand and df / n <= COMMON_SHARE]
     query = sum(idf(frequencies[i], n) for i in counted)
     weighed = sum(1 for i in counted if values[i] > 0)
     return Weights(values, stand, query, named, weighed)

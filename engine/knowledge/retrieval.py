@@ -203,7 +203,9 @@ class _Found:
     sem: _Semantic
     always: list[int]
     weights: Weights = field(default_factory=lambda: Weights((), frozenset()))
+    lead: Weights | None = None  # the newest paragraph's words alone, when the scene has more than one
     strength: dict[int, float] = field(default_factory=dict)  # lexical evidence per candidate
+    lead_strength: dict[int, float] = field(default_factory=dict)
     admitted_lex: set[int] = field(default_factory=set)
     admitted_sem: set[int] = field(default_factory=set)
     loaded: dict[int, Retrieved] = field(default_factory=dict)
@@ -226,13 +228,16 @@ def _search(db: Database, campaign_id: int, query_text: str, embedder, query_vec
             always=[i for i in reads.always_ids(s, library.always) if i not in exclude],
         )
         if pool:
-            found.weights = weigh([len(ids) for ids in lists], len(lists.live), words, found.standing)
-            found.strength = _strengths(s, campaign_id, found)
+            frequencies = [len(ids) for ids in lists]
+            found.weights = weigh(frequencies, len(lists.live), words, found.standing)
+            lead = _lead_words(query_text, words)
+            if lead is not None:
+                found.lead = weigh(frequencies, len(lists.live), words, found.standing, only=lead)
+            found.strength, found.lead_strength = _strengths(s, campaign_id, found)
             order = {pid: i for i, (pid, _) in enumerate(pool)}
             found.lexical = sorted(pool, key=lambda c: (-found.strength[c[0]], order[c[0]]))[:LEXICAL_CANDIDATES]
             found.strength = {pid: found.strength[pid] for pid, _ in found.lexical}
-        found.admitted_lex = {pid for pid, _ in found.lexical
-                              if lexical_admits(found.strength.get(pid, 0.0), found.weights)}
+        found.admitted_lex = {pid for pid, _ in found.lexical if _lexically_admitted(found, pid)}
         found.admitted_sem = {pid for pid, cos in found.sem.hits if semantic_admits(cos, found.sem.floor)}
         wanted = found.admitted_lex | found.admitted_sem | set(found.always)
         found.loaded = _load(s, campaign_id, wanted) if wanted else {}
@@ -254,13 +259,39 @@ def _scoped_postings(session, words: list[str], live_sources) -> _Lists:
     return out
 
 
-def _strengths(session, campaign_id: int, found: _Found) -> dict[int, float]:
+def _lead_words(query_text: str, words: Sequence[str]) -> frozenset[int] | None:
+    """Indexes of the query words in its newest paragraph (the reader's line
+    and the state), when the query has other paragraphs too."""
+    parts = query_parts(query_text)
+    if len(parts) < 2:
+        return None
+    newest = set(fts.terms(parts[0]))
+    return frozenset(i for i, w in enumerate(words) if w in newest)
+
+
+def _strengths(session, campaign_id: int, found: _Found) -> tuple[dict[int, float], dict[int, float]]:
     """Lexical evidence of each candidate (see `admission`): its words'
-    weights, doubled where its heading names them."""
+    weights, doubled where its heading names them; against the whole query
+    (the candidate's strength: the best of the two) and against its newest
+    paragraph alone."""
     headings = reads.headings(session, campaign_id, [pid for pid, _ in found.lexical])
-    return {pid: lexical_evidence(found.evidence.get(pid), found.weights,
-                                  fts.in_heading(headings.get(pid, ""), found.words, found.evidence.get(pid, ())))
-            for pid, _ in found.lexical}
+    whole, lead = {}, {}
+    for pid, _ in found.lexical:
+        matched = found.evidence.get(pid)
+        named = fts.in_heading(headings.get(pid, ""), found.words, matched or ())
+        whole[pid] = lexical_evidence(matched, found.weights, named)
+        if found.lead is not None:
+            lead[pid] = lexical_evidence(matched, found.lead, named)
+            whole[pid] = max(whole[pid], lead[pid])
+    return whole, lead
+
+
+def _lexically_admitted(found: _Found, pid: int) -> bool:
+    """By the whole scene's bar, or by the newest paragraph's own (the scene's
+    other story raises the whole bar; the reader's line is still a scene)."""
+    if found.lead is not None and lexical_admits(found.lead_strength.get(pid, 0.0), found.lead):
+        return True
+    return lexical_admits(found.strength.get(pid, 0.0), found.weights)
 
 
 def _facts(found: _Found, query_text: str) -> dict:
@@ -271,6 +302,7 @@ def _facts(found: _Found, query_text: str) -> dict:
         "query": query_text, "terms": found.words, "standing_terms": sorted(found.standing),
         "generated": len(generated), "rejected": len(generated - found.admitted_lex - found.admitted_sem),
         "lexical_required": round(found.weights.required, 3) if found.lexical else None,
+        "lexical_required_newest": round(found.lead.required, 3) if found.lexical and found.lead else None,
         "considered": len(found.loaded), "sources": found.library.enabled,
         "embedding_model": sem.model, "semantic_floor": sem.floor if sem.floor is not None else 0.0,
         "semantic_calibrated": sem.floor is not None, "semantic_used": sem.used, "semantic_note": sem.note,

@@ -89,6 +89,7 @@ def test_the_notebook_runs_with_small_parameters(tmp_path):
     assert w["targeted"] == 3 and w["off_topic"] == 4 and 0 <= w["hit_rate"] <= 1
     assert w["targeted_hits"] >= 2 and w["off_topic_admitting"] == 0
     assert set(m["targets"]) == {"4096"} and "met" in m["targets"]["4096"]
+    assert m["in_play"]["4096"]["targeted"] == 3 and set(m["targets_in_play"]) == {"4096"}
     assert m["reachable"]["within"]["engine relevance"]["within 40"] >= w["targeted_hits"]
     assert m["admission_sweep"] and {"share", "cap", "floor", "hits_4096"} <= set(m["admission_sweep"][0])
     fits = {r["target"]: r["fits_share"] for r in m["passage_sizes"]}
@@ -169,3 +170,15 @@ def test_production_never_beats_the_ceiling_on_a_real_wiki(tmp_path):
     assert hits <= table.loc["engine relevance", "within 40"] <= 6
     row = table.loc["engine relevance"]
     assert list(row.drop("scenes")) == sorted(row.drop("scenes"))  # more shown never reaches fewer
+
+
+def test_in_play_every_scene_is_the_newest_input_after_the_labels_story(tmp_path):
+    labels = ev.load_labels().only(["setting"], targeted_per_document=4, off_topic=4)
+    assert len(labels.story) == 3
+    camp = ev.open_library(tmp_path / "play.db", labels, embedder="none", progress=False, in_play=True)
+    assert [e.text for e in camp.history()] == list(labels.story)
+    scene = labels.targeted[0]["scene"]
+    query = camp.context(scene)["knowledge"]["query"]  # what the turn's own knowledge step searched with
+    assert query.index(scene) < query.index(labels.story[-1][:40])  # the reader's line leads
+    s = ev.summarise(ev.evaluate(camp, labels, windows=(4096,), progress=False))[4096]
+    assert s["targeted_hits"] >= 3 and s["off_topic_admitting"] == 0

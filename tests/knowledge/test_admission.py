@@ -12,6 +12,7 @@ from engine.knowledge.admission import (
     MIN_LIBRARY,
     NAMED_COMMON_SHARE,
     idf,
+    lexical_admits,
     lexical_evidence,
     weigh,
 )
@@ -71,6 +72,19 @@ def test_the_cap_on_the_bar_grows_with_the_words_a_long_scene_holds():
     # common words, unknown words and standing names are not weighed words
     mixed = weigh([int(0.5 * n), 0, 5, 5], n, ["check", "latte", "aldric", "crypt"], standing={"aldric"})
     assert mixed.weighed == 1
+
+
+def test_the_newest_paragraph_is_weighed_on_its_own():
+    n = 3000
+    words = ["grapple"] + [f"story{i}" for i in range(29)]  # the reader's line, then 29 words of story
+    frequencies = [3] + [60] * 29
+    whole = weigh(frequencies, n, words, standing=())
+    lead = weigh(frequencies, n, words, standing=(), only={0})
+    assert (whole.weighed, lead.weighed) == (30, 1) and lead.query == pytest.approx(idf(3, n))
+    named = lexical_evidence({0}, whole, in_heading={0})  # a "Grappling" heading
+    assert not lexical_admits(named, whole)  # thirty words: chance overlap, so a high bar
+    assert lexical_admits(lexical_evidence({0}, lead, in_heading={0}), lead)  # the line alone: a scene's bar
+    assert lexical_evidence({5}, lead) == 0  # story words are not the newest paragraph's evidence
 
 
 def test_a_small_library_measures_rarity_against_a_floor_of_passages():
