@@ -7,8 +7,8 @@ from engine.knowledge import Library
 from engine.knowledge.admission import (
     CAP_TERMS,
     COMMON_SHARE,
-    LEXICAL_MAX_REQUIRED,
     HEADING_WEIGHT,
+    LEXICAL_MAX_REQUIRED,
     MIN_LIBRARY,
     NAMED_COMMON_SHARE,
     idf,
