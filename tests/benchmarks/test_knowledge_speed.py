@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from engine.context import tokens
-from engine.knowledge import Library, retrieve
+from engine.knowledge import Library, retrieve, scene_query
+from engine.knowledge.query import query_parts
 from engine.knowledge.intake import MAX_SOURCE_BYTES
 from engine.providers.embedders import MINILM_ID
 from engine.store import CampaignRow, Database
@@ -149,3 +150,21 @@ def test_hybrid_retrieval_cold_vector_cache(benchmark, big_library):
 
     benchmark.pedantic(lambda: retrieve(db, campaign, SCENE, embedder=embedder, budget_tokens=8000,
                                         query_vector=query_vector), setup=cold, rounds=5, iterations=1)
+
+
+PLAYED = [f"{SCENE} The wind turns; turn {i} goes on.\n\nMara answers in a low voice about the ledger and the "
+          f"harbour tolls, and the lantern gutters." for i in range(3)] + ["> I unlock the crypt door."]
+
+
+def test_hybrid_retrieval_of_a_played_scene(benchmark, big_library):
+    """A scene as a turn searches with it: four story texts, seven paragraphs,
+    each embedded (instantly here) and scored against the library."""
+    db, campaign, embedder, _, total = big_library
+    query = scene_query(PLAYED, ["Mara", "Aldric"])
+    assert len(query_parts(query)) == 7
+
+    def turn():
+        return retrieve(db, campaign, query, embedder=embedder, budget_tokens=8000)
+
+    sel = benchmark.pedantic(turn, rounds=40, iterations=1, warmup_rounds=2)
+    assert sel.report["semantic_used"] and sel.report["lexical_required_newest"] is not None
