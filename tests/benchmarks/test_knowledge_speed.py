@@ -9,8 +9,8 @@ import pytest
 
 from engine.context import tokens
 from engine.knowledge import Library, retrieve, scene_query
-from engine.knowledge.query import query_parts
 from engine.knowledge.intake import MAX_SOURCE_BYTES
+from engine.knowledge.query import query_parts
 from engine.providers.embedders import MINILM_ID
 from engine.store import CampaignRow, Database
 from engine.vectors import CACHE
