@@ -180,11 +180,17 @@ def _judge(kind: str, scene: dict, used: Sequence[dict], passages, documents) ->
     }
 
 
+def _scenes(labels: Labels) -> list[tuple[str, dict]]:
+    """(kind, scene) for every scene: the targeted ones, then the off-topic
+    ones as scenes of no document."""
+    return [("targeted", t) for t in labels.targeted] + [
+        ("off_topic", {"id": f"off-{i + 1:02d}", "document": "", "scene": s}) for i, s in enumerate(labels.off_topic)]
+
+
 def evaluate(camp, labels: Labels, windows: Sequence[int] = (4096, 16384), *, progress: bool = True) -> pd.DataFrame:
     """One row per (window, scene): what the prompt carried and how much of it was relevant."""
     passages = _passages(camp)
-    scenes = [("targeted", t) for t in labels.targeted] + [
-        ("off_topic", {"id": f"off-{i + 1:02d}", "document": "", "scene": s}) for i, s in enumerate(labels.off_topic)]
+    scenes = _scenes(labels)
     rows = []
     for window in windows:
         _window(camp, int(window))
@@ -258,8 +264,7 @@ def candidates(camp, labels: Labels) -> pd.DataFrame:
     from engine.knowledge import retrieval
 
     passages, embedder, db = _passages(camp), camp.workbench.embedder_or_none(), camp.knowledge.db
-    scenes = [("targeted", t) for t in labels.targeted] + [
-        ("off_topic", {"id": f"off-{i + 1:02d}", "document": "", "scene": s}) for i, s in enumerate(labels.off_topic)]
+    scenes = _scenes(labels)
     rows = []
     for kind, scene in scenes:
         found = retrieval._search(db, camp.id, _query(scene["scene"]), embedder, None, frozenset(), [])
@@ -310,10 +315,12 @@ def _semantic_ranks(camp, query: str) -> dict[int, tuple[int, float]]:
     return {pid: (i + 1, cos) for i, (pid, cos) in enumerate(ranked)}
 
 
-def _lexical_of(camp, words: Sequence[str], ids: Sequence[int], found) -> dict[int, tuple[float, tuple[str, ...]]]:
+def _lexical_of(camp, words: Sequence[str], ids: Sequence[int], found,
+                heads: dict[int, str] | None = None) -> dict[int, tuple[float, tuple[str, ...]]]:
     """{passage id: (rarity-weighted evidence, words its heading names)} for
     passages whether or not they reached the lexical pool, by the engine's
-    own evidence functions (what they would have scored as candidates)."""
+    own evidence functions (what they would have scored as candidates).
+    `heads` reuses headings already read."""
     from engine.knowledge import fts, reads
     from engine.knowledge.admission import lexical_evidence
 
@@ -322,7 +329,7 @@ def _lexical_of(camp, words: Sequence[str], ids: Sequence[int], found) -> dict[i
         live = reads.live_passage_ids(s, found.library.live)
         lists = [ids_ & live for ids_ in fts.postings(s, words)]
         matched = fts.evidence(s, list(words), list(ids), lists)
-        heads = reads.headings(s, camp.id, ids)
+        heads = reads.headings(s, camp.id, ids) if heads is None else heads
     out = {}
     for pid in ids:
         named = fts.in_heading(heads.get(pid, ""), words, matched.get(pid, ()))
@@ -372,6 +379,7 @@ def diagnose(camp, labels: Labels, window: int, frame: pd.DataFrame | None = Non
     ranking is the library's stored vectors. `frame` (from `evaluate`)
     picks the scenes; without it every targeted scene is run."""
     from engine.knowledge import retrieval
+    from engine.knowledge.ranking import relevance
 
     passages, embedder, db = _passages(camp), camp.workbench.embedder_or_none(), camp.knowledge.db
     if frame is not None and not every:
@@ -408,7 +416,7 @@ def diagnose(camp, labels: Labels, window: int, frame: pd.DataFrame | None = Non
                           "pool_rank": bm25_rank.get(pid), "lex_candidate": pid in lexical, "evidence": evidence,
                           "named": named, "heading": passages[pid][1]})
         order = {"used": 0, "admitted": 1, "dropped": 2, "suppressed": 3, "below_cut": 4, "": 5}
-        facts.sort(key=lambda f: (order[f["stage"]], -(f["cosine"] + 0.02 * f["evidence"])))
+        facts.sort(key=lambda f: (order[f["stage"]], -relevance(f["evidence"], f["cosine"])))
         best = facts[0] if facts else None
         floor, required = found.sem.floor, found.weights.required if found.lexical else 0.0
         best_sem = min((f for f in facts if f["sem_rank"]), key=lambda f: f["sem_rank"], default=None)
@@ -619,11 +627,9 @@ def signals(camp, labels: Labels, *, progress: bool = True) -> Signals:
     budget are left out on purpose, to see what any admission rule built on
     these signals could do."""
     from engine.knowledge import fts, reads, retrieval
-    from engine.knowledge.admission import lexical_evidence
 
     passages, embedder, db = _passages(camp), camp.workbench.embedder_or_none(), camp.knowledge.db
-    scenes = [("targeted", t) for t in labels.targeted] + [
-        ("off_topic", {"id": f"off-{i + 1:02d}", "document": "", "scene": s}) for i, s in enumerate(labels.off_topic)]
+    scenes = _scenes(labels)
     queries = [_query(s["scene"]) for _, s in scenes]
     if embedder is not None:
         ids, cos = _cosines(camp, queries)
@@ -637,14 +643,10 @@ def signals(camp, labels: Labels, *, progress: bool = True) -> Signals:
     for i, ((kind, scene), query) in enumerate(tqdm(list(zip(scenes, queries, strict=True)), desc="scoring scenes",
                                                        disable=not progress, leave=False)):
         found = retrieval._search(db, camp.id, query, None, None, frozenset(), [])
+        lexical = _lexical_of(camp, found.words, ids, found, heads)
+        evidence[i] = [lexical[pid][0] for pid in ids]
         with db.reading() as s:
-            live = reads.live_passage_ids(s, found.library.live)
-            lists = [p & live for p in fts.postings(s, found.words)]
-            matched = fts.evidence(s, found.words, ids, lists)
             scored = fts.search(s, camp.id, found.words, len(ids))
-        for pid, terms_in in matched.items():
-            named = fts.in_heading(heads.get(pid, ""), found.words, terms_in)
-            evidence[i, col[pid]] = lexical_evidence(terms_in, found.weights, named)
         for pid, score in scored:
             if pid in col:
                 bm25[i, col[pid]] = score

@@ -101,11 +101,15 @@ class Weights:
     standing: frozenset[int]
     query: float = 0.0  # the query's own weight: its words, unknown ones at full weight
     named: tuple[float, ...] = ()  # what each word weighs when a heading names it
-    weighed: int = 0  # words that carry weight, standing names aside
 
     def of(self, index: int, in_heading: bool = False) -> float:
         table = self.named if in_heading and self.named else self.values
         return table[index] if 0 <= index < len(table) else 0.0
+
+    @property
+    def weighed(self) -> int:
+        """Words that carry weight, standing names aside."""
+        return sum(1 for i, v in enumerate(self.values) if v > 0 and i not in self.standing)
 
     @property
     def required(self) -> float:
@@ -129,9 +133,7 @@ def weigh(frequencies: Sequence[int], n: int, words: Sequence[str], standing: Co
                   for i, df in enumerate(frequencies))
     stand = frozenset(i for i, w in enumerate(words) if w in standing)
     counted = [i for i, df in enumerate(frequencies) if i in keep and i not in stand and df / n <= COMMON_SHARE]
-    query = sum(idf(frequencies[i], n) for i in counted)
-    weighed = sum(1 for i in counted if values[i] > 0)
-    return Weights(values, stand, query, named, weighed)
+    return Weights(values, stand, sum(idf(frequencies[i], n) for i in counted), named)
 
 
 def lexical_evidence(matched: Collection[int] | None, weights: Weights,

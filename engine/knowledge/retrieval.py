@@ -152,7 +152,7 @@ class _Semantic:
         return {i: v for i, v in found if v is not None}
 
 
-def _semantic(session, db: Database, campaign_id: int, live: tuple[int, ...], query_text: str, embedder,
+def _semantic(session, db: Database, campaign_id: int, live: tuple[int, ...], parts: list[str], embedder,
               query_vector, exclude: Collection[int]) -> _Semantic:
     if embedder is None:
         return _Semantic(note="No embedder is configured, so retrieval is lexical only.")
@@ -161,7 +161,7 @@ def _semantic(session, db: Database, campaign_id: int, live: tuple[int, ...], qu
     if out.floor is None:
         out.note = uncalibrated_note(model)
         return out
-    if not query_text.strip():
+    if not parts:
         out.note = "The scene has no text to search on."
         return out
     held = load_matrix(session, cache_key(db, campaign_id, model), campaign_id, model)
@@ -172,7 +172,7 @@ def _semantic(session, db: Database, campaign_id: int, live: tuple[int, ...], qu
                     "until the library catches up.")
         return out
     try:
-        vectors = [query_vector] if query_vector is not None else embedder.embed(query_parts(query_text))
+        vectors = [query_vector] if query_vector is not None else embedder.embed(parts)
         # a passage's cosine is its best against any part of the scene
         scores = np.max([cosines(matrix.vectors, np.asarray(v, dtype=np.float32)) for v in vectors], axis=0)
     except Exception as exc:  # an embedder failure narrows retrieval, never fails it
@@ -215,6 +215,7 @@ def _search(db: Database, campaign_id: int, query_text: str, embedder, query_vec
             standing: Iterable[str]) -> _Found:
     """Both candidate paths and absolute admission, in one read transaction."""
     words = fts.terms(query_text)[: fts.MAX_TERMS]
+    parts = query_parts(query_text)
     with db.reading() as s:
         library = reads.sources(s, campaign_id)
         pool = [(pid, sc) for pid, sc in fts.search(s, campaign_id, words, LEXICAL_POOL + len(exclude))
@@ -224,13 +225,13 @@ def _search(db: Database, campaign_id: int, query_text: str, embedder, query_vec
             words=words, standing=set(fts.terms(library.protagonist)).union(*(fts.terms(x) for x in standing)),
             library=library, lexical=pool,
             evidence=fts.evidence(s, words, [pid for pid, _ in pool], lists),
-            sem=_semantic(s, db, campaign_id, library.live, query_text, embedder, query_vector, exclude),
+            sem=_semantic(s, db, campaign_id, library.live, parts, embedder, query_vector, exclude),
             always=[i for i in reads.always_ids(s, library.always) if i not in exclude],
         )
         if pool:
             frequencies = [len(ids) for ids in lists]
             found.weights = weigh(frequencies, len(lists.live), words, found.standing)
-            lead = _lead_words(query_text, words)
+            lead = _lead_words(parts, words)
             if lead is not None:
                 found.lead = weigh(frequencies, len(lists.live), words, found.standing, only=lead)
             found.strength, found.lead_strength = _strengths(s, campaign_id, found)
@@ -259,10 +260,9 @@ def _scoped_postings(session, words: list[str], live_sources) -> _Lists:
     return out
 
 
-def _lead_words(query_text: str, words: Sequence[str]) -> frozenset[int] | None:
+def _lead_words(parts: Sequence[str], words: Sequence[str]) -> frozenset[int] | None:
     """Indexes of the query words in its newest paragraph (the reader's line
     and the state), when the query has other paragraphs too."""
-    parts = query_parts(query_text)
     if len(parts) < 2:
         return None
     newest = set(fts.terms(parts[0]))

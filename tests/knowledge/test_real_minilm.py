@@ -91,7 +91,7 @@ def test_reindex_reembeds_the_same_count_with_the_same_model(lib, db):
         assert s.execute(text("SELECT count(*), count(DISTINCT model) FROM knowledge_embeddings")).one() == (6, 1)
 
 
-# Three long turns of story about something else, ~190 tokens each: together
+# Three long turns of story about something else, ~140 tokens each: together
 # more than MiniLM's 256 word pieces, so only what comes first is embedded.
 VOYAGE = [
     ("The gulls wheel over the harbour as the crew hauls the last barrels aboard. Salt spray hangs in the air, "
