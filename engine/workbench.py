@@ -208,12 +208,12 @@ class Workbench:
         return import_campaign(self.db, path_or_dict, embedder=self.embedder_or_none())
 
     def import_ai_dungeon(self, path_or_dict, **options):
-        from .bundle.facade import import_ai_dungeon
+        from .interop import import_ai_dungeon
 
         return import_ai_dungeon(self.db, path_or_dict, **options, embedder=self.embedder_or_none())
 
     def import_sillytavern(self, path_or_dict, **options):
-        from .bundle.facade import import_sillytavern
+        from .interop import import_sillytavern
 
         return import_sillytavern(self.db, path_or_dict, **options, embedder=self.embedder_or_none())
 
@@ -222,7 +222,7 @@ class Workbench:
         SillyTavern World Info, NovelAI lorebook, KoboldAI save, AI Dungeon
         scenario, adventure or cards, or a bundle), recognised by its own
         markers; the report's `format` says which was chosen."""
-        from .bundle.facade import import_file
+        from .interop import import_file
 
         return import_file(self.db, path_or_data, **options, embedder=self.embedder_or_none())
 

@@ -1,9 +1,11 @@
-"""Moving campaigns: bundles out and in, and files from other tools.
+"""Moving campaigns: this workbench's bundles out and in, and verified backups.
+
+Other tools' files are read by `engine.interop`, which ends in the same
+checked `Plan` and the same writer.
 
     camp.export("westhaven.campaign.json")                      # one campaign, one JSON file
     wb.import_campaign("westhaven.campaign.json")               # checked whole, then one transaction
-    wb.import_ai_dungeon("scenario.json", answers={"Your name": "Aldric"})
-    wb.import_sillytavern("lorebook.json", as_knowledge=True)
+    wb.backup(); wb.backups()                                   # verified copies of the whole file
 
 Those delegate to `facade`, whose functions take plain values (a `Database`,
 a campaign id), as every layer below the notebook objects does:
@@ -19,11 +21,9 @@ The pieces, each usable alone:
 - `validate(payload)`: pure; every check, every repair, no writes. Returns a
   `Plan`, or raises `BundleRefused` naming the problem;
 - `write_plan(session, plan)` / `write_attachments(...)`: the thin writers;
-- `read_reference`, `read_ai_dungeon`, `read_ai_dungeon_cards`,
-  `read_sillytavern`: the readers of other tools' files, each ending in a
-  `Plan` checked by the same rules.
+- `read_reference`: the reference web app's bundles (the family this format
+  descends from, dispatched by `validate` on its declared version).
 """
-from .aidungeon import read_ai_dungeon, read_ai_dungeon_cards
 from .errors import BundleRefused
 from .export import build_bundle
 from .loading import load
@@ -31,7 +31,6 @@ from .native import FORMAT, VERSION
 from .plan import Plan
 from .reference import read as read_reference
 from .reports import ExportReport, ImportReport
-from .sillytavern import read_sillytavern
 from .validate import READABLE, validate
 from .write import write_attachments, write_plan
 
@@ -45,10 +44,7 @@ __all__ = [
     "Plan",
     "build_bundle",
     "load",
-    "read_ai_dungeon",
-    "read_ai_dungeon_cards",
     "read_reference",
-    "read_sillytavern",
     "validate",
     "write_attachments",
     "write_plan",

@@ -2,9 +2,6 @@
 
     camp.export(path)                   -> export_campaign(db, campaign_id, path, machine_text=...)
     wb.import_campaign(path_or_dict)    -> import_campaign(db, ..., embedder=...)
-    wb.import_ai_dungeon(...)           -> import_ai_dungeon(db, ..., embedder=...)
-    wb.import_sillytavern(...)          -> import_sillytavern(db, ..., embedder=...)
-    wb.import_file(...)                 -> import_file(db, ..., embedder=...)
     wb.backup() / wb.backups()          -> backup(db) / backups(db)
     camp.story_cards()                  -> story_cards(db, campaign_id)
 
@@ -29,32 +26,23 @@ from urllib.parse import urlsplit
 import pandas as pd
 from sqlalchemy import select
 
-from .. import backup as backups_module
-from ..errors import NotAllowed, NotFound
+from . import backup as backups_module
 from ..store import CampaignRow, Database
 from ..store.cards_tables import StoryCardRow
-from . import interop, limits
-from .aidungeon import read_ai_dungeon, read_ai_dungeon_cards
-from .committing import import_into, import_new
-from .errors import BundleRefused, refusing
+from . import limits
+from .committing import import_new
+from .errors import BundleRefused
 from .export import build_bundle
-from .interop import read_any
 from .loading import load
 from .native import FORMAT, VERSION
 from .reports import ExportReport, ImportReport
-from .sillytavern import read_sillytavern
 from .validate import validate
-
-# Other tools' readers are pure, like validate(); the same net makes a fault in one a refusal in words.
-read_ai_dungeon, read_ai_dungeon_cards, read_sillytavern = (
-    refusing("The file")(reader) for reader in (read_ai_dungeon, read_ai_dungeon_cards, read_sillytavern))
 
 if TYPE_CHECKING:
     from ..providers.embedders import Embedder
 
 __all__ = ["add_story_card", "backup", "backups", "delete_story_card", "edit_story_card", "export_campaign",
-           "import_ai_dungeon", "import_campaign", "import_file", "import_sillytavern", "machine_text",
-           "story_cards"]
+           "import_campaign", "machine_text", "story_cards"]
 
 CARD_COLUMNS = ["id", "title", "keys", "entry", "card_type", "notes", "constant", "enabled", "origin", "created_at"]
 
@@ -133,55 +121,6 @@ def import_campaign(db: Database, path_or_dict: Any, *, embedder: Embedder | Non
     return import_new(db, validate(load(path_or_dict)), embedder=embedder)
 
 
-def import_ai_dungeon(db: Database, path_or_dict: Any, *, answers: dict[str, str] | None = None,
-                      campaign_id: int | None = None, as_knowledge: bool = False,
-                      classification: str = "reference", embedder: Embedder | None = None) -> ImportReport:
-    """An AI Dungeon scenario or adventure as a new campaign; a bare story-card
-    list as cards (or, as_knowledge, one knowledge source), added to
-    `campaign_id` or to a new campaign named after the file."""
-    data = read_any(path_or_dict)  # a PNG or .charx is read too, so that it is refused by name
-    title = _stem(path_or_dict) or "AI Dungeon story cards"
-    if isinstance(data, list):
-        plan = read_ai_dungeon_cards(data, as_knowledge=as_knowledge, classification=classification, title=title)
-        if campaign_id is not None:
-            return import_into(db, plan, campaign_id, embedder=embedder)
-        data = {"title": title, "storyCards": data}
-    elif campaign_id is not None:
-        _scenario_target(db, campaign_id)
-    return import_new(db, read_ai_dungeon(data, answers, _stem(path_or_dict), as_knowledge=as_knowledge,
-                                          classification=classification), embedder=embedder)
-
-
-def import_sillytavern(db: Database, path_or_dict: Any, *, as_knowledge: bool = False,
-                       campaign_id: int | None = None, classification: str = "reference",
-                       protagonist: str | None = None, embedder: Embedder | None = None) -> ImportReport:
-    """SillyTavern World Info as story cards, or (as_knowledge) as one
-    knowledge source; into `campaign_id`, or a new campaign named after it.
-    `protagonist` is the name {{user}} stands for."""
-    data = read_any(path_or_dict)  # a PNG or .charx is read too, so that it is refused by name
-    plan = read_sillytavern(data, as_knowledge=as_knowledge, attach=campaign_id is not None,
-                            fallback_title=_stem(path_or_dict), classification=classification,
-                            protagonist=protagonist)
-    if campaign_id is not None:
-        return import_into(db, plan, campaign_id, embedder=embedder)
-    return import_new(db, plan, embedder=embedder)
-
-
-def _scenario_target(db: Database, campaign_id: int) -> None:
-    """A scenario always becomes a new campaign, so a campaign_id is a mistake
-    said in words: NotFound when there is no such campaign, as for cards."""
-    with db.reading() as session:
-        exists = session.get(CampaignRow, campaign_id) is not None
-    if not exists:
-        raise NotFound(f"There is no campaign {campaign_id} to add to; wb.campaigns() lists them.")
-    raise NotAllowed("An AI Dungeon scenario imports as a new campaign; pass campaign_id only with a list of "
-                     "story cards, or leave it out.")
-
-
-def _stem(source: Any) -> str:
-    return Path(source).stem if isinstance(source, (str, Path)) else ""
-
-
 # ------------------------------------------------------------------ cards
 def story_cards(db: Database, campaign_id: int) -> pd.DataFrame:
     """Campaign `campaign_id`'s story cards, one row each."""
@@ -192,12 +131,6 @@ def story_cards(db: Database, campaign_id: int) -> pd.DataFrame:
                  "card_type": r.card_type, "notes": r.notes, "constant": bool(r.constant), "enabled": bool(r.enabled),
                  "origin": r.origin, "created_at": r.created_at} for r in rows]
     return pd.DataFrame(data, columns=CARD_COLUMNS)
-
-
-def import_file(db: Database, source: Any, **options: Any) -> ImportReport:
-    """Any supported file, its format recognised by its own markers (see `interop.import_file`,
-    which takes the same options, `embedder` among them)."""
-    return interop.import_file(db, source, **options)
 
 
 def add_story_card(db: Database, campaign_id: int, **fields: Any) -> int:

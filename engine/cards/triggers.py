@@ -20,7 +20,7 @@ from functools import lru_cache
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..context import tokens
+from ..budget import tokens
 from ..store.cards_tables import StoryCardRow
 from .store import Card
 

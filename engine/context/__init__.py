@@ -1,5 +1,5 @@
 """What the narrator is shown: one token counter and a pure builder."""
-from . import tokens
+from ..budget import tokens
 from .builder import (
     Brief,
     Built,

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..errors import TurnFailed
-from ..providers.base import CONTINUE_HINT
-from ..providers.window import Window, effective_budget, safety_reserve
-from . import tokens
+from ..budget import tokens
+from ..budget.hints import CONTINUE_HINT
+from ..budget.window import Window, effective_budget, safety_reserve
 from .history import HistorySource, Line, history_floor, trim_block
 from .length import length_hint
 from .report import Report

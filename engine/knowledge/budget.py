@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..context import tokens
+from ..budget import tokens
 from .classes import CANON, CLASSES, INSPIRATION, REFERENCE
 from .framing import ALWAYS_HEADER, CLASS_HEADERS, SEPARATOR, block, section, volatile_sections
 from .records import Retrieved

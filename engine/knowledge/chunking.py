@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from tqdm.auto import tqdm
 
-from ..context import tokens
+from ..budget import tokens
 
 __all__ = [
     "CHUNKING_VERSION",

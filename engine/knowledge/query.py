@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from ..context import tokens
+from ..budget import tokens
 
 __all__ = ["QUERY_PARTS", "QUERY_STORY_TEXTS", "QUERY_TOKENS", "query_parts", "scene_query"]
 

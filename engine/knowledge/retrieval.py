@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import html
-from ..context import tokens
+from ..budget import tokens
 from ..store import Database
 from . import fts, reads
 from .admission import Weights, lexical_admits, lexical_evidence, semantic_admits, weigh

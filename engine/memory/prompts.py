@@ -9,7 +9,7 @@ same across campaigns and calls.
 """
 from __future__ import annotations
 
-from ..context import tokens
+from ..budget import tokens
 
 __all__ = ["MEMORY_SYSTEM", "SUMMARY_SYSTEM", "cast_brief", "clip_words", "memory_request", "summary_request",
            "MEMORY_MAX_WORDS", "SUMMARY_MAX_WORDS", "EXCERPT_TOKENS"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
-from ..context import tokens
+from ..budget import tokens
 from ..store.memory_tables import MemoryRow
 from ..story.lineage import Path
 from .bank import on_path, recent_story

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from ..context import tokens
+from ..budget import tokens
 from ..store import CampaignRow
 from ..store.memory_tables import MemoryRow, SummaryRow
 from ..story import StoryTree

@@ -9,7 +9,7 @@ from ..errors import NotAllowed, NotFound
 from ..store import CampaignRow
 from ..store.memory_tables import MemoryRow
 from ..story import StoryTree
-from ..turns.locks import campaign_lock
+from ..story.locks import campaign_lock
 from .authority import classify_authority
 from .bank import set_vector
 

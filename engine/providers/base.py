@@ -10,18 +10,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from ..budget.hints import CONTINUE_HINT
+
 if TYPE_CHECKING:
     from .window import Window
 
 __all__ = ["CONTINUE_HINT", "Chunk", "Narrator", "Prompt", "Reasoning", "Status", "Text", "Usage"]
-
-# Appended to the story for chat models, which otherwise answer the story as a
-# request ("Sure! Here is...") instead of continuing it.
-CONTINUE_HINT = (
-    "Continue the story from where it stops. Write only the next passage of story text, "
-    "with no preamble, no notes and no headings."
-)
-
 
 @dataclass(frozen=True)
 class Prompt:

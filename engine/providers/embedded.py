@@ -18,10 +18,10 @@ from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
-from ..context import tokens
+from ..budget import tokens
 from ..errors import NarratorError, NarratorUnavailable
 from . import window as windows
-from .accounting import MAX_RATIO, MIN_RATIO, TokenRatios, next_ratio
+from ..budget.ratios import MAX_RATIO, MIN_RATIO, TokenRatios, next_ratio
 from .base import Chunk, Prompt, Reasoning, Status, Text, Usage
 from .window import EMBEDDED, Window
 from .worker import ModelLoadFailed, ModelSpec, WorkerCrashed, WorkerHandle

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from ..context import tokens
+from ..budget import tokens
 from ..errors import NarratorError
 from . import window as windows
-from .accounting import MAX_RATIO, MIN_RATIO, TokenRatios, next_ratio
+from ..budget.ratios import MAX_RATIO, MIN_RATIO, TokenRatios, next_ratio
 from .base import CONTINUE_HINT, Chunk, Prompt, Reasoning, Status, Text, Usage
 from .endpoints import EndpointRefused
 from .http import PROBE_BODY, ResponseRefused, bounded_timeout, make_client, read_json

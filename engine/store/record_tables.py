@@ -1,6 +1,7 @@
 """Prompt texts stored once, and the step that moves v2 turn records to v3.
 
-A v3 record (see `engine.turns.record`) refers to long texts by content hash
+A v3 record (see `engine.turns.record`; this step uses the frozen copy in
+`frozen/v7_records.py`, never the live code) refers to long texts by content hash
 and to its history by a depth range on the take's path. This migration adds
 the text table and rewrites every older record in place; a record whose
 prompt the new form would not give back byte for byte is left as it was (it
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import json
 from sqlite3 import Connection
+
+from .frozen.v7_records import Line, compact, expand, history_ref, path_to
 
 __all__ = ["migrate"]
 
@@ -30,8 +33,6 @@ class _Lines:
     hundred bytes a node, and it saves a query per record."""
 
     def __init__(self, db: Connection):
-        from ..context import Line
-
         self.line = Line
         self.nodes = {nid: (camp, branch, depth) for nid, camp, branch, depth in
                       db.execute("SELECT id, campaign_id, branch_id, depth FROM nodes")}
@@ -42,8 +43,6 @@ class _Lines:
             self.branches.setdefault(camp, {})[bid] = (parent, fork)
 
     def of(self, node_id: int, first: int, last: int) -> list | None:
-        from ..story.lineage import path_to
-
         if node_id not in self.nodes:
             return None
         camp, branch, depth = self.nodes[node_id]
@@ -58,8 +57,6 @@ class _Lines:
 
 
 def _reference(report: dict, node_id: int, lines: _Lines):
-    from ..turns.record import history_ref
-
     section = next((s for s in report.get("sections", []) if isinstance(s, dict) and s.get("name") == "history"), None)
     info = report.get("history") if isinstance(report.get("history"), dict) else {}
     included, total = info.get("included"), info.get("total")
@@ -71,8 +68,6 @@ def _reference(report: dict, node_id: int, lines: _Lines):
 
 def _convert(report: dict, node_id: int, lines: _Lines, db: Connection) -> dict | None:
     """The v3 form of a v2 report, or None to keep it as it is."""
-    from ..turns.record import compact, expand
-
     prompt = report.get("prompt")
     if not isinstance(prompt, dict) or not isinstance(report.get("sections"), list):
         return None

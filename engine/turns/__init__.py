@@ -2,7 +2,7 @@
 the turn record (`record`: its names, its stored form, its one writer)."""
 from . import record
 from .inputs import direction_line, player_line
-from .locks import busy, campaign_lock
+from ..story.locks import busy, campaign_lock
 from .runner import TurnRequest, dry_run, run_turn
 
 __all__ = ["TurnRequest", "busy", "campaign_lock", "direction_line", "dry_run", "player_line", "record", "run_turn"]

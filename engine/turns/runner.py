@@ -20,7 +20,7 @@ from ..errors import NarratorError, NotAllowed, TurnCancelled, TurnFailed
 from ..memory.derived import status as derived_status
 from ..memory.recall import RECALL_NODES
 from ..providers import Narrator, Prompt, Reasoning, Status, Text, Usage
-from ..providers.accounting import classify_usage
+from ..budget.ratios import classify_usage
 from ..providers.window import Window, effective_budget
 from ..settings import Settings
 from ..store import CampaignRow, Database, NodeRow

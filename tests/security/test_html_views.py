@@ -21,7 +21,7 @@ from narrators import BagOfWordsEmbedder, ScriptedNarrator
 
 from engine import Workbench
 from engine import html as views
-from engine.backup import Backup
+from engine.bundle.backup import Backup
 from engine.bundle.reports import ExportReport
 from engine.context.report import Report
 from engine.providers.connection import ConnectionReport

@@ -30,7 +30,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import Workbench
-from engine.bundle import BundleRefused, facade, interop, load, validate
+from engine import interop
+from engine.bundle import BundleRefused, facade, load, validate
 from engine.errors import WorkbenchError
 
 pytestmark = pytest.mark.fuzz
@@ -176,8 +177,8 @@ def test_importing_any_mutation_is_total(exports, target, tmp_path_factory):
 
 
 @pytest.mark.parametrize("importer, document", [
-    (facade.import_ai_dungeon, SCENARIO), (facade.import_ai_dungeon, SCENARIO["storyCards"]),
-    (facade.import_sillytavern, WORLD_INFO), (interop.import_file, CHARACTER_CARD),
+    (interop.import_ai_dungeon, SCENARIO), (interop.import_ai_dungeon, SCENARIO["storyCards"]),
+    (interop.import_sillytavern, WORLD_INFO), (interop.import_file, CHARACTER_CARD),
     (interop.import_file, KOBOLD_SAVE), (interop.import_file, NOVELAI_LOREBOOK),
 ], ids=["AI Dungeon scenario", "AI Dungeon cards", "SillyTavern World Info", "character card", "KoboldAI save",
         "NovelAI lorebook"])

@@ -29,13 +29,13 @@ import json
 import zipfile
 from typing import Any
 
-from . import limits
+from ..bundle import limits
 from .detect import CHARACTER_CARD, detect, detect_bytes
-from .errors import BundleRefused
+from ..bundle.errors import BundleRefused
 from .ledger import Macros, account
-from .native import read_v1
-from .plan import Notes, Plan
-from .sillytavern import book_parts, entries_of
+from ..bundle.native import read_v1
+from ..bundle.plan import Notes, Plan
+from .worldinfo import book_parts, entries_of
 
 __all__ = ["CHARACTER_AS", "FORMAT_NAME", "card_from_bytes", "read_character_card"]
 
@@ -189,7 +189,7 @@ def read_character_card(card: Any, *, character_as: str = "cast", protagonist: s
         knowledge, cards = book_parts(_text(book.get("name")).strip() or f"{name}'s lorebook", entries, as_knowledge,
                                       classification, notes, origin=f"{FORMAT_NAME}: {name}")
     if cast is not None:
-        from .library import read_cards
+        from ..bundle.library import read_cards
 
         cast_cards = read_cards([cast], notes)
         for c in cast_cards:

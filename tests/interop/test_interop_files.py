@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 from PIL import Image, PngImagePlugin
 
 from engine.bundle import BundleRefused
-from engine.bundle.aidungeon import read_ai_dungeon, read_ai_dungeon_cards
-from engine.bundle.charcard import read_character_card
-from engine.bundle.detect import detect
-from engine.bundle.interop import import_character_card, read_any
-from engine.bundle.koboldai import read_koboldai
-from engine.bundle.novelai import read_novelai
-from engine.bundle.sillytavern import read_sillytavern
+from engine.interop.aidungeon import read_ai_dungeon, read_ai_dungeon_cards
+from engine.interop.charcard import read_character_card
+from engine.interop.detect import detect
+from engine.interop.files import import_character_card, read_any
+from engine.interop.koboldai import read_koboldai
+from engine.interop.novelai import read_novelai
+from engine.interop.sillytavern import read_sillytavern
 
 DATA = Path(__file__).parents[1] / "data" / "interop"
 

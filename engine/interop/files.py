@@ -9,7 +9,7 @@ everything else as JSON), asks `detect` which tool wrote it, and hands it to
 that tool's reader. A file no reader takes is refused with what it looks
 like ("a RisuAI lorebook, which is not supported"), and writes nothing.
 
-Like `facade`, these take plain values (a `Database`, a campaign id, an
+Like `bundle.facade`, these take plain values (a `Database`, a campaign id, an
 embedder), and end in `committing`, as the facade's imports do.
 """
 from __future__ import annotations
@@ -17,10 +17,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import limits
+from ..bundle import limits
+from ..errors import NotAllowed, NotFound
+from ..store import CampaignRow, Database
 from .aidungeon import read_ai_dungeon, read_ai_dungeon_cards
 from .charcard import card_from_bytes, read_character_card
-from .committing import import_into, import_new
+from ..bundle.committing import import_into, import_new
 from .detect import (
     AID_CARDS,
     AID_SCENARIO,
@@ -32,20 +34,23 @@ from .detect import (
     detect,
     detect_bytes,
 )
-from .errors import BundleRefused, refusing
+from ..bundle.errors import BundleRefused, refusing
 from .koboldai import read_koboldai
-from .loading import load
+from ..bundle.loading import load
 from .novelai import read_novelai
-from .plan import Plan
-from .reports import ImportReport
+from ..bundle.plan import Plan
+from ..bundle.reports import ImportReport
 from .sillytavern import read_sillytavern
-from .validate import validate
+from ..bundle.validate import validate
 
 if TYPE_CHECKING:
     from ..providers.embedders import Embedder
-    from ..store import Database
 
-__all__ = ["import_character_card", "import_file", "read_any"]
+__all__ = ["import_ai_dungeon", "import_character_card", "import_file", "import_sillytavern", "read_any"]
+
+# Other tools' readers are pure, like validate(); the same net makes a fault in one a refusal in words.
+read_ai_dungeon, read_ai_dungeon_cards, read_sillytavern = (
+    refusing("The file")(reader) for reader in (read_ai_dungeon, read_ai_dungeon_cards, read_sillytavern))
 
 
 def read_any(source: Any) -> Any:
@@ -144,11 +149,57 @@ def import_character_card(db: Database, source: Any, **options: Any) -> ImportRe
 
 
 def _protagonist(db: Database, campaign_id: int) -> str | None:
-    from ..errors import NotFound
-    from ..store import CampaignRow
-
     with db.reading() as session:
         row = session.get(CampaignRow, campaign_id)
         if row is None:
             raise NotFound(f"There is no campaign {campaign_id}. Nothing was imported.")
         return row.protagonist or None
+
+
+def import_ai_dungeon(db: Database, path_or_dict: Any, *, answers: dict[str, str] | None = None,
+                      campaign_id: int | None = None, as_knowledge: bool = False,
+                      classification: str = "reference", embedder: Embedder | None = None) -> ImportReport:
+    """An AI Dungeon scenario or adventure as a new campaign; a bare story-card
+    list as cards (or, as_knowledge, one knowledge source), added to
+    `campaign_id` or to a new campaign named after the file."""
+    data = read_any(path_or_dict)  # a PNG or .charx is read too, so that it is refused by name
+    title = _stem(path_or_dict) or "AI Dungeon story cards"
+    if isinstance(data, list):
+        plan = read_ai_dungeon_cards(data, as_knowledge=as_knowledge, classification=classification, title=title)
+        if campaign_id is not None:
+            return import_into(db, plan, campaign_id, embedder=embedder)
+        data = {"title": title, "storyCards": data}
+    elif campaign_id is not None:
+        _scenario_target(db, campaign_id)
+    return import_new(db, read_ai_dungeon(data, answers, _stem(path_or_dict), as_knowledge=as_knowledge,
+                                          classification=classification), embedder=embedder)
+
+
+def import_sillytavern(db: Database, path_or_dict: Any, *, as_knowledge: bool = False,
+                       campaign_id: int | None = None, classification: str = "reference",
+                       protagonist: str | None = None, embedder: Embedder | None = None) -> ImportReport:
+    """SillyTavern World Info as story cards, or (as_knowledge) as one
+    knowledge source; into `campaign_id`, or a new campaign named after it.
+    `protagonist` is the name {{user}} stands for."""
+    data = read_any(path_or_dict)  # a PNG or .charx is read too, so that it is refused by name
+    plan = read_sillytavern(data, as_knowledge=as_knowledge, attach=campaign_id is not None,
+                            fallback_title=_stem(path_or_dict), classification=classification,
+                            protagonist=protagonist)
+    if campaign_id is not None:
+        return import_into(db, plan, campaign_id, embedder=embedder)
+    return import_new(db, plan, embedder=embedder)
+
+
+def _scenario_target(db: Database, campaign_id: int) -> None:
+    """A scenario always becomes a new campaign, so a campaign_id is a mistake
+    said in words: NotFound when there is no such campaign, as for cards."""
+    with db.reading() as session:
+        exists = session.get(CampaignRow, campaign_id) is not None
+    if not exists:
+        raise NotFound(f"There is no campaign {campaign_id} to add to; wb.campaigns() lists them.")
+    raise NotAllowed("An AI Dungeon scenario imports as a new campaign; pass campaign_id only with a list of "
+                     "story cards, or leave it out.")
+
+
+def _stem(source: Any) -> str:
+    return Path(source).stem if isinstance(source, (str, Path)) else ""

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .plan import Notes
+from ..bundle.plan import Notes
 
 __all__ = ["Macros", "account"]
 

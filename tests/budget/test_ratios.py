@@ -1,6 +1,6 @@
 import pytest
 
-from engine.providers.accounting import classify_usage
+from engine.budget.ratios import classify_usage
 
 
 def verdict(prompt, estimate=3000, budget=4096, out=400, verified=True):
@@ -37,7 +37,7 @@ def test_unverified_window_is_said():
 def test_the_ratio_table_comes_with_the_v8_migration_and_an_older_file_gains_it(tmp_path):
     import sqlite3
 
-    from engine.providers.accounting import TokenRatios
+    from engine.budget.ratios import TokenRatios
     from engine.store import Database, migrations
 
     step = migrations.MIGRATIONS.index(migrations._token_ratios)
@@ -57,7 +57,7 @@ def test_the_ratio_table_comes_with_the_v8_migration_and_an_older_file_gains_it(
 
 
 def test_a_lower_reading_pulls_the_ratio_down_by_a_fifth_a_higher_one_at_once():
-    from engine.providers.accounting import next_ratio
+    from engine.budget.ratios import next_ratio
 
     assert next_ratio(None, 1.1) == 1.1
     assert next_ratio(1.1, 1.3) == 1.3

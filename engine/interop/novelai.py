@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from .detect import NOVELAI
-from .errors import BundleRefused
+from ..bundle.errors import BundleRefused
 from .ledger import account
-from .plan import Notes, Plan
-from .sillytavern import Entry, book_parts, book_plan, refuse_unless
+from ..bundle.plan import Notes, Plan
+from .worldinfo import Entry, book_parts, book_plan, refuse_unless
 
 __all__ = ["FORMAT_NAME", "read_novelai"]
 

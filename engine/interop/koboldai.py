@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .aidungeon import PLACEHOLDER
 from .detect import KOBOLDAI
-from .errors import BundleRefused
+from ..bundle.errors import BundleRefused
 from .ledger import account
-from .library import card_keys, read_cards
-from .native import read_v1
-from .plan import Notes, Plan
-from .sillytavern import refuse_unless
+from ..bundle.library import card_keys, read_cards
+from ..bundle.native import read_v1
+from ..bundle.plan import Notes, Plan
+from .transcript import PLACEHOLDER, story_nodes
+from .worldinfo import refuse_unless
 
 __all__ = ["FORMAT_NAME", "read_koboldai", "story_nodes"]
 
@@ -45,20 +45,6 @@ def _actions(raw: Any) -> list[Any]:
     if isinstance(raw, dict):  # KoboldAI United: {"0": "...", "1": "..."}
         return [raw[k] for k in sorted(raw, key=lambda k: int(k) if str(k).isdigit() else 0)]
     return raw if isinstance(raw, list) else []
-
-
-def story_nodes(opening: str, actions: list[tuple[str, bool]]) -> list[dict]:
-    """The opening and each (text, is the player's) action as bundle nodes on one branch."""
-    nodes = []
-    if opening.strip():
-        nodes.append({"id": 1, "branch": 1, "depth": 0, "kind": "start", "text": opening, "live": True})
-    for text, player in actions:
-        depth = len(nodes)
-        nodes.append({"id": depth + 1, "branch": 1, "depth": depth, "kind": "player" if player else "narrator",
-                      "text": text, "live": True})
-    if nodes and nodes[0]["kind"] != "start":
-        nodes[0]["kind"] = "start"  # a story must open with its opening: the first action is it
-    return nodes
 
 
 def _is_player(text: str) -> bool:

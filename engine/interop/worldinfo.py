@@ -1,4 +1,6 @@
-"""SillyTavern World Info (lorebooks), as story cards or as one knowledge source.
+"""World Info books (SillyTavern's, and the books inside cards and other tools' files): entries, cards, sources.
+
+Shared by the readers; not a reader itself.
 
 Read in every shape seen in the wild: the World Info file (`entries` keyed by
 number; `key`/`keysecondary`/`comment`/`content`/`disable`/`constant`), a
@@ -21,13 +23,13 @@ from typing import Any
 from ..knowledge.chunking import ENTRY_BREAK
 from ..knowledge.intake import safe_filename
 from .detect import SILLYTAVERN, detect
-from .errors import BundleRefused
+from ..bundle.errors import BundleRefused
 from .ledger import Macros, account
-from .library import card_keys, read_cards, read_knowledge
-from .native import read_v1
-from .plan import Notes, Plan
+from ..bundle.library import card_keys, read_cards, read_knowledge
+from ..bundle.native import read_v1
+from ..bundle.plan import Notes, Plan
 
-__all__ = ["FORMAT_NAME", "Entry", "book_parts", "book_plan", "entries_of", "markdown", "read_sillytavern", "refuse_unless"]
+__all__ = ["FORMAT_NAME", "Entry", "book_parts", "book_plan", "entries_of", "markdown", "refuse_unless"]
 
 FORMAT_NAME = "SillyTavern World Info"
 # Fields a card here carries, in either dialect.
@@ -149,21 +151,6 @@ def markdown(name: str, entries: list[Entry]) -> str:
             parts.append("Keys: " + ", ".join(e.keys + e.secondary))
         parts.append(e.content.strip())
     return "\n\n".join(parts) + "\n"
-
-
-def read_sillytavern(data: Any, *, as_knowledge: bool = False, attach: bool = False, fallback_title: str = "",
-                     classification: str = "reference", protagonist: str | None = None,
-                     character: str | None = None, checked: bool = False) -> Plan:
-    """A new campaign holding the book (or, with `attach`, only what to add); pure.
-    `protagonist` and `character` are the names {{user}} and {{char}} stand for."""
-    if not checked:
-        refuse_unless(data, SILLYTAVERN, "SillyTavern World Info")
-    notes, macros = Notes(), Macros(user=protagonist, char=character)
-    name, entries = entries_of(data, notes, macros)
-    name = name or fallback_title or "World Info"
-    macros.report(notes)
-    knowledge, cards = book_parts(name, entries, as_knowledge, classification, notes, origin=f"{FORMAT_NAME}: {name}")
-    return book_plan(FORMAT_NAME, name, knowledge, cards, notes, attach)
 
 
 def book_plan(format_name: str, name: str, knowledge, cards, notes, attach: bool) -> Plan:

@@ -32,8 +32,8 @@ from datetime import datetime
 from pathlib import Path
 from urllib.parse import quote
 
-from . import html
-from .errors import WorkbenchError
+from .. import html
+from ..errors import WorkbenchError
 
 __all__ = ["DIRECTORY_NAME", "STALE_PARTIAL_SECONDS", "Backup", "BackupError", "create", "directory", "existing",
            "stale_partials"]

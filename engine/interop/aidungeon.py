@@ -18,17 +18,17 @@ import re
 from typing import Any
 
 from .detect import AID_CARDS, AID_SCENARIO
-from .errors import BundleRefused
-from .fields import MISSING
+from ..bundle.errors import BundleRefused
+from ..bundle.fields import MISSING
 from .ledger import account
-from .library import card_keys, read_cards
-from .native import read_v1
-from .plan import Notes, Plan
+from ..bundle.library import card_keys, read_cards
+from ..bundle.native import read_v1
+from ..bundle.plan import Notes, Plan
+from .transcript import PLACEHOLDER, story_nodes
 
 __all__ = ["FORMAT_NAME", "PLACEHOLDER", "fill", "read_ai_dungeon", "read_ai_dungeon_cards"]
 
 FORMAT_NAME = "AI Dungeon scenario"
-PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 _CARRIED = {"title", "prompt", "memory", "plotEssentials", "authorsNote", "aiInstructions", "instructions",
             "storyCards", "worldInfo", "actions"}
 _MEANINGS = {
@@ -78,8 +78,6 @@ def _cards(raw: Any, answers: dict[str, str], unfilled: set[str], notes: Notes) 
 
 
 def _nodes(opening: str, actions: Any, answers: dict[str, str], unfilled: set[str]) -> list[dict]:
-    from .koboldai import story_nodes
-
     rows = [a for a in actions if isinstance(a, dict)] if isinstance(actions, list) else []
     if rows and rows[0].get("type") == "start" and not opening.strip():
         opening, rows = _text(rows[0].get("text")), rows[1:]
@@ -144,7 +142,7 @@ def read_ai_dungeon_cards(data: Any, *, as_knowledge: bool = False, classificati
 
 
 def _as_knowledge(title: str, cards: list, classification: str, notes: Notes) -> list:
-    from .sillytavern import Entry, book_parts
+    from .worldinfo import Entry, book_parts
 
     entries = [Entry(title=c["title"], keys=c["keys"], secondary=[], content=c["entry"], enabled=True)
                for c in cards if isinstance(c, dict)]
