@@ -11,7 +11,7 @@ from collections.abc import Callable
 from sqlite3 import Connection
 
 from ..errors import SchemaTooNew
-from . import cards_tables, knowledge_tables, memory_tables, narrative_tables, record_tables
+from . import cards_tables, knowledge_tables, media_tables, memory_tables, narrative_tables, record_tables
 
 __all__ = ["LATEST", "MIGRATIONS", "migrate", "version_of"]
 
@@ -123,6 +123,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     record_tables.migrate,  # v7: prompt texts stored once; turn records v2 -> v3
     _token_ratios,  # v8: per-model correction of the token estimate
     memory_tables.migrate_active_indexes,  # v9: memory reads bounded by the active bank
+    media_tables.migrate,  # visual profiles, one per entity (engine.media)
 ]
 LATEST = len(MIGRATIONS)
 
