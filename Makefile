@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup browser-deps play test demo evidence bench lint clean
+.PHONY: setup browser-deps media-deps play test demo evidence bench lint clean
 
 # The research notebooks, run at their default parameters into evidence/.
 NOTEBOOKS := calibrate block_trim token_accounting leak_count release_evidence compare retrieval_eval
@@ -36,7 +36,14 @@ browser-deps:
 		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 		$$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y chromium; }
 
-test: setup browser-deps
+# Narration read aloud offline (engine/media/espeak.py) speaks through Debian's espeak-ng.
+media-deps:
+	@command -v espeak-ng >/dev/null || { \
+		echo "Installing Debian espeak-ng for reading narration aloud..."; \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y espeak-ng; }
+
+test: setup browser-deps media-deps
 	$(PY) -m pytest --benchmark-disable
 
 demo: setup
