@@ -447,6 +447,41 @@ class Campaign:
     def __repr__(self) -> str:
         return f"<Campaign {self.id} {self.title!r}>"
 
+    # ------------------------------------------------------------ media (engine.media, issue 31)
+    # Presentation only: none of these writes the state, moves the head or
+    # records an event; each delegates to engine.media with plain values.
+    def scene(self, start: int | None = None, end: int | None = None):
+        """The scene at the head as a packet for an image, video or speech model:
+        a dict that shows as a table in a notebook. `start`/`end` name a depth range."""
+        from .media.scene import build
+
+        return build(self._db, self.id, start, end)
+
+    def visual_profiles(self) -> dict[str, dict]:
+        """Every visual profile of the campaign, by entity key."""
+        from .media.profiles import all_profiles
+
+        return all_profiles(self._db, self.id)
+
+    def visual_profile(self, entity: str) -> dict | None:
+        """How `entity` (its key in the state) should look, or None when it has no profile."""
+        from .media.profiles import profile
+
+        return profile(self._db, self.id, entity)
+
+    def set_visual_profile(self, entity: str, descriptors: dict | None = None, features: list | None = None,
+                           style_notes: str | None = None) -> dict:
+        """Replace `entity`'s profile: descriptors {trait: words}, features [phrases], style notes."""
+        from .media.profiles import set_profile
+
+        return set_profile(self._db, self.id, entity, descriptors, features, style_notes)
+
+    def delete_visual_profile(self, entity: str) -> None:
+        """Remove `entity`'s profile; the entity stays in the story."""
+        from .media.profiles import delete_profile
+
+        delete_profile(self._db, self.id, entity)
+
 
 STORY_COLUMNS = ["turn", "node_id", "depth", "mode", "input", "text", "words", "take", "takes", "on_path",
                  "created_at"]

@@ -20,6 +20,7 @@ from ..errors import NotFound
 from ..store import BranchRow, CampaignRow, NodeRow, SavePointRow, TurnRecordRow
 from ..store.cards_tables import StoryCardRow
 from ..store.knowledge_tables import KnowledgeSourceRow
+from ..store.media_tables import VisualProfileRow
 from ..store.memory_tables import MemoryRow, SummaryRow
 from ..store.narrative_tables import StateEventRow
 from ..turns.record import hashes_of, stored_texts
@@ -171,4 +172,9 @@ def _sections(session: Session, campaign_id: int, branch_key: dict, node_key: di
         "story_cards": [{"title": c.title, "keys": list(c.keys or []), "entry": c.entry, "card_type": c.card_type,
                          "notes": c.notes, "created_at": _iso(c.created_at), "constant": bool(c.constant),
                          "enabled": bool(c.enabled), "origin": c.origin} for c in rows(StoryCardRow, StoryCardRow.id)],
+        # Only entities that have one: an unprofiled entity writes no empty row.
+        "visual_profiles": [{"entity_key": v.entity_key, "descriptors": v.descriptors or {},
+                             "features": v.features or [], "style_notes": v.style_notes or "",
+                             "created_at": _iso(v.created_at), "updated_at": _iso(v.updated_at)}
+                            for v in rows(VisualProfileRow, VisualProfileRow.entity_key)],
     }

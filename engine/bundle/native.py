@@ -10,7 +10,9 @@ The shape (every id is local to the file and renumbered on import):
      "nodes": [{id, branch, depth, parent, kind, text, raw_text, reasoning,
                 live, edited, state_after, created_at, record}]  take order,
      "save_points", "memories", "summaries", "state_events",
-     "knowledge", "story_cards": [...]}
+     "knowledge", "story_cards": [...],
+     "visual_profiles": [{entity_key, descriptors, features, style_notes,
+                          created_at, updated_at}]}          optional, by key
 
 A node's `record` is its turn record (narrator, report, usage, accounting,
 window, timings) or null. In a version-1 file an empty section means "none";
@@ -23,6 +25,10 @@ thousand copies of the same system block and history. A text whose hash does
 not match (an export scrubbed it, or the file was edited) is filed under its
 true hash and the records are pointed at it; a record that refers to a text
 the file lacks is dropped, its narration kept.
+
+`visual_profiles` (engine.media) came later without a version bump: an older
+reader ignores the key, and a file without it has no profiles, which is what
+an older file meant.
 """
 from __future__ import annotations
 
@@ -33,7 +39,7 @@ from .errors import BundleRefused
 from .fields import MISSING, json_object, moment, state_document, string
 from .library import read_cards, read_knowledge
 from .plan import Notes, Plan
-from .sections import read_events, read_memories, read_save_points, read_summaries
+from .sections import read_events, read_memories, read_save_points, read_summaries, read_visual_profiles
 from .tree import read_tree
 
 __all__ = ["FORMAT", "NARRATION_LENGTHS", "VERSION", "read_campaign", "read_v1", "read_v2"]
@@ -88,6 +94,7 @@ def read_v1(payload: dict, format_name: str = f"{FORMAT} v1") -> Plan:
         summaries=read_summaries(payload.get("summaries", MISSING), lines, notes),
         events=events, knowledge=knowledge,
         cards=read_cards(payload.get("story_cards", MISSING), notes), notes=notes,
+        visual_profiles=read_visual_profiles(payload.get("visual_profiles", MISSING), notes),
     )
 
 

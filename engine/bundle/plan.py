@@ -14,7 +14,7 @@ from typing import Any
 
 __all__ = [
     "BranchPlan", "CardPlan", "EventPlan", "KnowledgePlan", "MemoryPlan", "NodePlan", "Notes", "Plan",
-    "RecordPlan", "SavePointPlan", "SummaryPlan",
+    "ProfilePlan", "RecordPlan", "SavePointPlan", "SummaryPlan",
 ]
 
 
@@ -174,6 +174,18 @@ class CardPlan:
 
 
 @dataclass
+class ProfilePlan:
+    """One entity's visual profile (engine.media.profiles), already checked."""
+
+    entity_key: str
+    descriptors: dict
+    features: list
+    style_notes: str
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass
 class Plan:
     """A whole campaign to create, or (campaign None) cards and knowledge to
     add to an existing one."""
@@ -191,6 +203,7 @@ class Plan:
     cards: list[CardPlan] = field(default_factory=list)
     notes: Notes = field(default_factory=Notes)
     texts: dict[str, str] = field(default_factory=dict)  # prompt texts the records refer to, by hash
+    visual_profiles: list[ProfilePlan] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {
@@ -199,4 +212,5 @@ class Plan:
             "save_points": len(self.save_points), "memories": len(self.memories),
             "summaries": len(self.summaries), "state_events": len(self.events),
             "knowledge_sources": len(self.knowledge), "story_cards": len(self.cards),
+            "visual_profiles": len(self.visual_profiles),
         }

@@ -7,8 +7,9 @@ without a head opens at its tip; a file without state events gets none (an
 audit trail rebuilt from snapshots would be a guess presented as a record).
 
 What our model has no place for is listed in the import report, never
-silently lost: visual profiles, per-turn change summaries, state proposals,
-persona details, scripting state, the legacy summary mirror.
+silently lost: per-turn change summaries, state proposals, persona details,
+scripting state, the legacy summary mirror. Visual profiles (`visualProfiles`,
+the reference's media seam) are carried, into engine.media's table.
 """
 from __future__ import annotations
 
@@ -40,7 +41,6 @@ SOURCE_OF = {"manual_correction": "correction", "correction": "correction", "acc
 _EVENT_META = {"eventType", "type", "action", "actionId", "source", "id", "proposalId", "proposal", "createdAt",
                "before", "after", "accepted", "reason", "note"}
 _IGNORED = {
-    "visualProfiles": "visual profiles (image descriptions per character)",
     "scriptState": "scripting state (scripts are never run here)",
     "scripts": "scripts (never run here)",
     "worldState": "the legacy world state",
@@ -327,6 +327,10 @@ def _sections(p: dict, tree: dict, notes: Notes) -> dict:
         "story_cards": _each(_get(p, "storyCards", "story_cards"), lambda c: {
             "title": c.get("title"), "keys": c.get("keys"), "entry": _get(c, "entry", "value"),
             "card_type": _get(c, "type"), "notes": _get(c, "description", "notes")}),
+        "visual_profiles": _each(p.get("visualProfiles", MISSING), lambda v: {
+            "entity_key": _get(v, "entityKey", "entity_key", default=None), "descriptors": v.get("descriptors"),
+            "features": v.get("features"), "style_notes": _get(v, "styleNotes", "style_notes", default=None),
+            "created_at": _get(v, "createdAt"), "updated_at": _get(v, "updatedAt")}),
     }
 
 

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..media import profiles
+from ..media.errors import ProfileError
 from ..memory.authority import ACCEPTED, HEURISTIC, classify_authority
 from ..story.tree import RESTING
 from .errors import BundleRefused
 from .fields import MISSING, flag, is_whole, moment, optional_moment, optional_whole, string
-from .plan import EventPlan, MemoryPlan, Notes, SavePointPlan, SummaryPlan
+from .plan import EventPlan, MemoryPlan, Notes, ProfilePlan, SavePointPlan, SummaryPlan
 from .tree import Lines
 
-__all__ = ["TRIGGERS", "read_events", "read_memories", "read_save_points", "read_summaries"]
+__all__ = ["TRIGGERS", "read_events", "read_memories", "read_save_points", "read_summaries", "read_visual_profiles"]
 
 TRIGGERS = ("interval", "manual")
 
@@ -163,3 +165,29 @@ def _event(row: Any, position: int, node_keys: set[int], notes: Notes) -> EventP
         note=string(row.get("note", MISSING), notes, "a state event's note"),
         created_at=moment(row.get("created_at", MISSING), notes, "a state event's time"),
     )
+
+
+# ------------------------------------------------------------------ visual profiles
+def read_visual_profiles(raw: Any, notes: Notes) -> list[ProfilePlan]:
+    """Profiles are presentation, never story: a malformed one costs itself.
+    The entity need not exist in the file's state (a profile waits for its
+    entity, and one that never comes is simply never shown)."""
+    out, seen = [], set()
+    for row in _optional_list(raw, notes, "visual profiles"):
+        try:
+            if not isinstance(row, dict):
+                raise ProfileError("not an object")
+            key = profiles.checked_key(row.get("entity_key"))
+            values = profiles.checked(row.get("descriptors"), row.get("features"), row.get("style_notes"))
+        except ProfileError:
+            notes.drop("a visual profile with no entity key, or with descriptors, features or style notes of the "
+                       "wrong shape or length, was dropped")
+            continue
+        if key in seen:
+            notes.drop("a second visual profile for the same entity was dropped (the first was kept)")
+            continue
+        seen.add(key)
+        out.append(ProfilePlan(key, **values,
+                               created_at=moment(row.get("created_at", MISSING), notes, "a visual profile's time"),
+                               updated_at=moment(row.get("updated_at", MISSING), notes, "a visual profile's time")))
+    return out

@@ -24,6 +24,7 @@ from ..knowledge.importer import build_passages
 from ..store import BranchRow, CampaignRow, NodeRow, SavePointRow, TurnRecordRow
 from ..store.cards_tables import StoryCardRow
 from ..store.knowledge_tables import KnowledgeSourceRow
+from ..store.media_tables import VisualProfileRow
 from ..store.memory_tables import MemoryRow, SummaryRow
 from ..store.narrative_tables import StateEventRow
 from ..turns.record import store_texts
@@ -60,6 +61,7 @@ def write_plan(session: Session, plan: Plan) -> Written:
     _write_summaries(session, plan, campaign.id, ids.branches)
     _write_events(session, plan, campaign.id, ids.nodes)
     _write_cards(session, plan, campaign.id)
+    _write_visual_profiles(session, plan, campaign.id)
     warnings = _write_knowledge(session, plan, campaign.id)
     session.flush()
     return Written(campaign.id, warnings)
@@ -172,6 +174,13 @@ def _write_cards(session: Session, plan: Plan, campaign_id: int) -> None:
         {"campaign_id": campaign_id, "title": c.title, "keys": c.keys, "entry": c.entry, "card_type": c.card_type,
          "notes": c.notes, "created_at": c.created_at, "constant": c.constant, "enabled": c.enabled,
          "origin": c.origin} for c in plan.cards])
+
+
+def _write_visual_profiles(session: Session, plan: Plan, campaign_id: int) -> None:
+    _bulk(session, VisualProfileRow, [
+        {"campaign_id": campaign_id, "entity_key": v.entity_key, "descriptors": v.descriptors,
+         "features": v.features, "style_notes": v.style_notes, "created_at": v.created_at,
+         "updated_at": v.updated_at} for v in plan.visual_profiles])
 
 
 # ------------------------------------------------------------------ knowledge
