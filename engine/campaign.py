@@ -482,6 +482,45 @@ class Campaign:
 
         delete_profile(self._db, self.id, entity)
 
+    # ------------------------------------------------------------ the player's table (issue 27)
+    # Thin: each delegates to engine.story with plain values.
+    @property
+    def authors_note(self) -> str:
+        """A short standing instruction placed near the end of the prompt ("" when none)."""
+        from .story.notes import authors_note
+
+        with self._db.reading() as s:
+            return authors_note(s, self.id)
+
+    def set_authors_note(self, text: str) -> str:
+        """Replace the author's note ("" removes it); it applies from the next turn."""
+        from .story.notes import set_authors_note
+
+        return self._change("set the author's note", lambda tree: set_authors_note(tree.session, self.id, text))
+
+    def edit_line(self, node_id: int, text: str, *, on_text: TextCallback = None,
+                  on_reasoning: TextCallback = None, on_status: TextCallback = None) -> Turn:
+        """Correct one of your own lines (or a direction) where it stands: the
+        story goes back to just before it and plays the corrected line, which
+        becomes a new take of it; the original line keeps its own future (Redo
+        or a take switch returns to it). A turn, like `act`."""
+        def back(tree: StoryTree) -> str:
+            node = tree.node(node_id)
+            if node.kind not in ("player", "direction"):
+                raise NotAllowed("Only your own lines and directions are edited this way; a narration is "
+                                 "corrected with camp.edit(node_id, text).")
+            parent = tree.session.get(NodeRow, node.parent_id) if node.parent_id else None
+            if parent is None:
+                raise NotAllowed("That line has nothing before it to go back to.")
+            tree.move_head(parent.branch_id, parent.depth, parent)
+            return node.kind
+
+        if not (text or "").strip():
+            raise NotAllowed("An edited line needs its text; to remove a turn, use undo.")
+        kind = self._change("go back to your line", back)
+        play = self.direct if kind == "direction" else self.act
+        return play(text, on_text=on_text, on_reasoning=on_reasoning, on_status=on_status)
+
 
 STORY_COLUMNS = ["turn", "node_id", "depth", "mode", "input", "text", "words", "take", "takes", "on_path",
                  "created_at"]

@@ -2,12 +2,25 @@
 
 Key/value rows let a later version add a setting without a migration; the
 dataclass keeps every reader typed and every value checked on the way in.
+
+Each setting is declared once, in the dataclass below, with `setting(...)`:
+its default, its label for people, its help, its bounds or choices, and the
+narrator (or embedder) it belongs to. `Settings.check` and the settings
+panel (widgets/settings_panel.py) both read that declaration, so a bound is
+never spelled twice. To add a setting, add one line:
+
+    my_setting: int = setting(8, "Words per line", "Why a player would change it.", low=1, high=80,
+                              narrator="local", panel=True)
+
+A plain default (`my_setting: int = 8`) works too: it is typed and stored,
+labelled by its name, unbounded and not in the panel.
 """
 from __future__ import annotations
 
 import difflib
 import numbers
-from dataclasses import asdict, dataclass, fields, replace
+from collections.abc import Callable
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
 from sqlalchemy import select
@@ -16,7 +29,7 @@ from sqlalchemy.orm import Session
 from .errors import WorkbenchError
 from .store import SettingRow
 
-__all__ = ["DEFAULT_NARRATOR_PROMPT", "Settings", "load", "save"]
+__all__ = ["DEFAULT_NARRATOR_PROMPT", "SPECS", "Settings", "Spec", "load", "save", "setting"]
 
 DEFAULT_NARRATOR_PROMPT = (
     "You are the narrator of an interactive story. Write in the second person, present "
@@ -28,106 +41,263 @@ DEFAULT_NARRATOR_PROMPT = (
 
 
 @dataclass(frozen=True)
+class Spec:
+    """How one setting is shown and checked.
+
+    `low`/`high` bound a number (None: no bound on that side); `choices` are
+    (value, words) pairs; `narrator`/`embedder` name the choice the setting
+    belongs to (it is checked and shown only then; both given: either one);
+    `required` means it may not be empty where it applies; `follows` computes
+    the value while nobody has set one (stored as None, so it keeps
+    following); `panel` puts it in the app's settings panel, in declaration
+    order; `unit` and `zero` are words for the number and for 0."""
+
+    label: str
+    help: str = ""
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[tuple[Any, str], ...] = ()
+    narrator: str | None = None
+    embedder: str | None = None
+    required: bool = False
+    follows: Callable[[Any], Any] | None = None
+    panel: bool = False
+    unit: str = ""
+    zero: str = ""
+    step: float | None = None
+    placeholder: str = ""
+    long: bool = False  # many lines of text (a Textarea in the panel)
+
+    def bounds_words(self) -> str:
+        """'between 16 and 32,768 tokens', 'at least 1', '' when unbounded."""
+        unit = f" {self.unit}" if self.unit else ""
+        if self.low is not None and self.high is not None:
+            return f"between {_number(self.low)} and {_number(self.high)}{unit}"
+        if self.low is not None:
+            return f"at least {_number(self.low)}{unit}"
+        if self.high is not None:
+            return f"at most {_number(self.high)}{unit}"
+        return ""
+
+    def out_of_bounds(self, value: Any) -> bool:
+        if value is None or isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return False
+        return (self.low is not None and value < self.low) or (self.high is not None and value > self.high)
+
+    def clamp(self, value: Any) -> Any:
+        """The nearest value inside the bounds, of the same type."""
+        if not self.out_of_bounds(value):
+            return value
+        bound = self.low if self.low is not None and value < self.low else self.high
+        return type(value)(bound)
+
+    def tooltip(self, name: str) -> str:
+        """Help for people, with the name code uses (wb.configure) at the end."""
+        limits = self.bounds_words()
+        parts = [self.help, f"{limits[0].upper()}{limits[1:]}." if limits else "",
+                 f"0: {self.zero}." if self.zero else "", f"(setting: {name})"]
+        return " ".join(p for p in parts if p)
+
+
+def setting(default: Any, label: str, help: str = "", **spec: Any) -> Any:  # noqa: A002 - the declaration's word
+    """A dataclass field carrying its Spec: the one place a setting is declared."""
+    return field(default=default, metadata={"spec": Spec(label, help, **spec)})
+
+
+def _number(value: float) -> str:
+    """3600 stays 3600; 32768 reads 32,768; 0.5 stays 0.5."""
+    if float(value).is_integer():
+        value = int(value)
+        return f"{value:,}" if abs(value) >= 10_000 else str(value)
+    return str(value)
+
+
+def _budget_default(s: Settings) -> int:
+    """The story budget nobody has set: the embedded model's own window, so a
+    fresh setup never asks for more than it has; with a server, the
+    reference's 16,384, capped to the server's window whenever it can be asked."""
+    return s.n_ctx if s.narrator == "local" else 16_384
+
+
+NARRATORS = (("local", "Embedded (SmolLM2, offline)"), ("endpoint", "My server (OpenAI-compatible)"))
+EMBEDDERS = (("local", "Embedded MiniLM (offline)"), ("endpoint", "My server's embedding model"),
+             ("gguf", "A GGUF embedding model"), ("none", "None (word search only)"))
+SECOND_STAGES = (("auto", "Embedded mpnet behind the embedded MiniLM"), ("embedded", "Embedded mpnet (offline)"),
+                 ("endpoint", "My server's /v1/embeddings"), ("rerank", "My server's /rerank"),
+                 ("off", "Off (first stage only)"))
+
+
+@dataclass(frozen=True)
 class Settings:
-    narrator: str = "local"  # "local" (an embedded GGUF model) or "endpoint"
+    narrator: str = setting("local", "Narrator", "Who writes the story: the embedded model, offline on this "
+                            "machine, or a model on your own server.", choices=NARRATORS, panel=True)
     # The embedded narrator's GGUF file; "" is the bundled SmolLM2-135M.
-    model_path: str = ""
+    model_path: str = setting("", "Model file", "A GGUF file for the embedded narrator; empty is the bundled "
+                              "SmolLM2-135M.", narrator="local", panel=True, placeholder="(the bundled SmolLM2)")
     # The window the embedded model is loaded with. SmolLM2 was trained to
     # 8,192; 4,096 keeps its KV cache small on a 2-core machine.
-    n_ctx: int = 4096
-    endpoint_url: str = ""
-    model: str = ""
-    api_mode: str = "chat"  # "chat" or "completion"
-    # The whole window the narrator is given: prompt plus reply. The
-    # reference's default; capped to what the server really has.
-    context_budget: int = 16_384
+    n_ctx: int = setting(4096, "Model window", "Tokens the embedded model is loaded with; the story budget "
+                         "follows it unless you set one.", low=256, high=1_048_576, unit="tokens",
+                         narrator="local", panel=True, step=1024)
+    endpoint_url: str = setting("", "Server address", "Your OpenAI-compatible server (Ollama, llama.cpp, vLLM), "
+                                "on this machine or your network.", narrator="endpoint", embedder="endpoint",
+                                required=True, panel=True, placeholder="http://127.0.0.1:11434/v1")
+    model: str = setting("", "Model name", "The name your server knows the model by.", narrator="endpoint",
+                         required=True, panel=True, placeholder="qwen2.5:7b")
+    api_mode: str = setting("chat", "API", "Chat sends the prompt as messages; completion as one text (base "
+                            "models).", choices=(("chat", "Chat"), ("completion", "Completion")),
+                            narrator="endpoint")
+    # The whole window the narrator is given: prompt plus reply. Follows the
+    # narrator's window until set (see _budget_default); capped to what the
+    # server really has either way.
+    context_budget: int = setting(None, "Story budget", "Tokens the narrator is given, prompt plus reply. Until "
+                                  "you set it, it follows the narrator's window; a smaller window on the server "
+                                  "caps it.", low=256, high=1_000_000, unit="tokens", follows=_budget_default,
+                                  panel=True, step=1024)
     # A 135M model loops when left to run; 200 tokens is a paragraph or two.
-    max_output_tokens: int = 200
-    temperature: float = 0.8
+    max_output_tokens: int = setting(200, "Reply length", "The longest reply, in tokens; a reply stopped here is "
+                                     "marked, and Continue finishes it.", low=16, high=32_768, unit="tokens",
+                                     panel=True, step=50)
+    temperature: float = setting(0.8, "Temperature", "0 is most predictable; 2 is wild.", low=0.0, high=2.0,
+                                 panel=True, step=0.1)
     # Thinking kept per turn (a reasoning model's chain of thought is not story
     # and is not sent back; this caps what is stored and shown).
-    max_reasoning_tokens: int = 4096
-    timeout_seconds: int = 300
-    narrator_prompt: str = DEFAULT_NARRATOR_PROMPT
+    max_reasoning_tokens: int = setting(4096, "Thinking kept", "How much of a reasoning model's thinking is "
+                                        "kept per turn.", low=0, unit="tokens")
+    timeout_seconds: int = setting(300, "Reply timeout", "How long to wait for a reply.", low=30, high=3600,
+                                   unit="seconds")
+    narrator_prompt: str = setting(DEFAULT_NARRATOR_PROMPT, "Narrator instructions",
+                                   "The standing rules the narrator is given first.", long=True)
     # Used only when the server cannot be asked its window; never "verified".
-    context_window_override: int | None = None
-    embedder: str = "local"  # "local" (embedded MiniLM), "gguf", "endpoint", or "none"
-    embedding_model: str = ""
+    context_window_override: int | None = setting(None, "Server window", "The server's window, for a server "
+                                                  "that cannot be asked.", low=256, high=200_000, unit="tokens",
+                                                  narrator="endpoint")
+    embedder: str = setting("local", "Embedder", "What finds memories and passages by meaning.", choices=EMBEDDERS,
+                            panel=True)
+    embedding_model: str = setting("", "Embedding model", "Your server's embedding model.", embedder="endpoint",
+                                   required=True, panel=True, placeholder="nomic-embed-text")
     # embedder="gguf": a local GGUF embedding model (e.g. nomic-embed-text), run out of process.
-    embedding_model_path: str = ""
+    embedding_model_path: str = setting("", "Embedding GGUF", "A GGUF embedding model on this machine.",
+                                        embedder="gguf", required=True, panel=True,
+                                        placeholder="~/models/nomic-embed-text.gguf")
+    # The second stage (engine/knowledge/second_stage.py) re-scores the first search's candidates.
+    second_stage: str = setting("auto", "Second stage", "A stronger model that judges the passages the first "
+                                "search found (its vectors are computed after import, in the background).",
+                                choices=SECOND_STAGES, panel=True)
+    second_stage_url: str = setting("", "Second-stage server", "The server for second_stage 'endpoint' or "
+                                    "'rerank'; empty: the server address.", placeholder="http://127.0.0.1:8080/v1")
+    second_stage_model: str = setting("", "Second-stage model", "The model your server knows it by.",
+                                      placeholder="bge-reranker-v2-m3")
     # History block trim: one step gives up 1/trim_fraction of the window (see
     # engine/context/history.py); 0 turns it off and the window slides by one node.
-    trim_fraction: int = 4
+    trim_fraction: int = setting(4, "History trim (1/N)", "When the story outgrows the budget, the oldest "
+                                 "history goes in blocks of 1/N of the window (4: a quarter), which keeps the "
+                                 "server's prompt cache warm.", low=0, high=64, zero="one line at a time",
+                                 panel=True)
     # Ask the narrator to append a ```state block of typed events each turn.
-    state_protocol: bool = True
-    memory_enabled: bool = True
-    auto_summarize: bool = True
-    memory_top_k: int = 5  # memories recalled per turn
-    memory_capacity: int = 200  # active memories kept before the least recently used are forgotten
+    state_protocol: bool = setting(True, "Narrative state", "Ask the narrator for state events (who, where, "
+                                   "what is carried).", panel=True)
+    memory_enabled: bool = setting(True, "Memory", "Write memories after each turn and recall them.", panel=True)
+    auto_summarize: bool = setting(True, "Summaries", "Summarise the story as it grows.")
+    memory_top_k: int = setting(5, "Memories recalled", "Memories recalled per turn.", low=1, high=50)
+    memory_capacity: int = setting(200, "Memories kept", "Active memories kept before the least recently used "
+                                   "are forgotten.", low=1)
+    # Names of settings whose value follows others (nobody set one): stored as None.
+    _following: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
-    def check(self) -> Settings:
+    def __post_init__(self) -> None:
+        following = {name for name, spec in SPECS.items()
+                     if spec.follows is not None and getattr(self, name) is None}
+        object.__setattr__(self, "_following", frozenset(following))
+        for name in sorted(following):
+            object.__setattr__(self, name, SPECS[name].follows(self))
+
+    def applies(self, name: str) -> bool:
+        """Whether setting `name` is used with the narrator and embedder chosen."""
+        spec = SPECS[name]
+        if spec.narrator is None and spec.embedder is None:
+            return True
+        return self.narrator == spec.narrator or self.embedder == spec.embedder
+
+    def follows(self, name: str) -> bool:
+        """True while nobody has set `name` and it follows the others (the story budget)."""
+        return name in self._following
+
+    def problems(self, named: bool = True) -> list[str]:
+        """Every rule this record breaks, one sentence each; only the settings
+        the chosen narrator and embedder use are checked, so a value left in a
+        field that does not apply never blocks a change. `named=False` names
+        settings by their labels (the panel); True by their names (code)."""
+        call = (lambda n: n) if named else (lambda n: SPECS[n].label)
         problems = []
-        if self.narrator not in ("local", "endpoint"):
-            problems.append(f"narrator must be 'local' or 'endpoint', not {self.narrator!r}")
-        if self.api_mode not in ("chat", "completion"):
-            problems.append(f"api_mode must be 'chat' or 'completion', not {self.api_mode!r}")
-        if not 256 <= self.context_budget <= 1_000_000:
-            problems.append(f"context_budget must be between 256 and 1,000,000 tokens, not {self.context_budget}")
-        if not 16 <= self.max_output_tokens <= 32_768:
-            problems.append(f"max_output_tokens must be between 16 and 32,768, not {self.max_output_tokens}")
+        for name, spec in SPECS.items():
+            if not self.applies(name):
+                continue
+            value = getattr(self, name)
+            if spec.choices and value not in [v for v, _ in spec.choices]:
+                listed = " or ".join(repr(v) for v, _ in spec.choices)
+                problems.append(f"{call(name)} must be {listed}, not {value!r}")
+            elif spec.out_of_bounds(value):
+                problems.append(f"{call(name)} must be {spec.bounds_words()}, not {_number(value)}")
+            elif spec.required and not value:
+                example = f", e.g. {spec.placeholder}" if spec.placeholder else ""
+                problems.append(f"{_choice_words(self, name, True)} needs {name}{example}" if named else
+                                f"{_choice_words(self, name, False)}: fill in {spec.label}{example}")
         if self.max_output_tokens >= self.context_budget:
-            problems.append("max_output_tokens must be smaller than context_budget")
-        if not 0.0 <= self.temperature <= 2.0:
-            problems.append(f"temperature must be between 0 and 2, not {self.temperature}")
-        if not 30 <= self.timeout_seconds <= 3600:
-            problems.append(f"timeout_seconds must be between 30 and 3600, not {self.timeout_seconds}")
-        if self.context_window_override is not None and not 256 <= self.context_window_override <= 200_000:
-            problems.append("context_window_override must be between 256 and 200,000 tokens, or None")
-        if self.trim_fraction < 0:
-            problems.append("trim_fraction must be 0 (off) or a positive whole number")
-        if not 1 <= self.memory_top_k <= 50:
-            problems.append(f"memory_top_k must be between 1 and 50, not {self.memory_top_k}")
-        if self.memory_capacity < 1:
-            problems.append("memory_capacity must be at least 1")
-        if self.embedder not in ("local", "gguf", "endpoint", "none"):
-            problems.append(f"embedder must be 'local', 'gguf', 'endpoint' or 'none', not {self.embedder!r}")
-        if self.embedder == "gguf" and not self.embedding_model_path:
-            problems.append("embedder='gguf' needs embedding_model_path, the GGUF file of an embedding model")
-        if not 256 <= self.n_ctx <= 1_048_576:
-            problems.append(f"n_ctx must be between 256 and 1,048,576 tokens, not {self.n_ctx}")
-        if self.embedder == "endpoint" and not (self.endpoint_url and self.embedding_model):
-            problems.append("embedder='endpoint' needs endpoint_url and embedding_model (e.g. nomic-embed-text)")
-        if self.narrator == "endpoint" and not self.model:
-            problems.append("narrator='endpoint' needs model, the name the server knows it by")
-        if self.endpoint_url:
+            problems.append(f"{call('max_output_tokens')} must be smaller than {call('context_budget')} "
+                            f"({_number(self.max_output_tokens)} is not less than {_number(self.context_budget)})")
+        if self.endpoint_url and self.applies("endpoint_url"):
             from .providers.endpoints import rejection_reason
 
             reason = rejection_reason(self.endpoint_url)
             if reason:
                 problems.append(f"that endpoint can't be used: {reason}")
-        if self.narrator == "endpoint" and not self.endpoint_url:
-            problems.append("narrator='endpoint' needs endpoint_url, e.g. http://127.0.0.1:11434/v1")
+        return problems
+
+    def check(self) -> Settings:
+        problems = self.problems()
         if problems:
             raise WorkbenchError("Settings not changed: " + "; ".join(problems) + ".")
         return self
 
 
-_NAMES = {f.name for f in fields(Settings)}
+def _choice_words(s: Settings, name: str, named: bool) -> str:
+    """Who needs the setting: "narrator='endpoint'" for code, "My server" for people."""
+    spec = SPECS[name]
+    key = "narrator" if spec.narrator is not None and s.narrator == spec.narrator else "embedder"
+    value = getattr(s, key)
+    if named:
+        return f"{key}={value!r}"
+    return dict(SPECS[key].choices).get(value, value)
+
+
+def _spec_of(f) -> Spec:
+    return f.metadata.get("spec") or Spec(f.name.replace("_", " ").capitalize())
+
+
+SPECS: dict[str, Spec] = {f.name: _spec_of(f) for f in fields(Settings) if f.init}
+_NAMES = set(SPECS)
 # `Workbench.configure` keywords that are not stored fields but set one.
 _SHORTCUTS = {"endpoint": "sets endpoint_url and selects the endpoint narrator"}
-_KINDS = {f.name: f.type for f in fields(Settings)}
+_KINDS = {f.name: f.type for f in fields(Settings) if f.init}
 _EXAMPLES = {"int": "a whole number such as 8192", "float": "a number such as 0.8",
              "bool": "True or False", "str": "text in quotes"}
+
+
+def defaults() -> dict[str, Any]:
+    """Each setting's declared default (None where it follows others)."""
+    return {f.name: f.default for f in fields(Settings) if f.init and f.default is not MISSING}
 
 
 def _kind_problem(name: str, value: Any) -> str | None:
     """A sentence when `value` is the wrong kind for setting `name`; None when it fits.
 
     A bool is refused where a number is wanted (True would quietly become 1),
-    and a whole number is accepted where a float is."""
+    and a whole number is accepted where a float is. None is accepted where
+    the setting may be empty, or follows others (it follows them again)."""
     kind = _KINDS[name].replace(" | None", "")
     optional = _KINDS[name].endswith("| None")
-    if value is None and optional:
+    if value is None and (optional or SPECS[name].follows is not None):
         return None
     fits = {"bool": isinstance(value, bool),
             "int": isinstance(value, numbers.Integral) and not isinstance(value, bool),
@@ -164,15 +334,25 @@ def load(session: Session) -> Settings:
     return Settings(**{k: v for k, v in stored.items() if k in _NAMES})
 
 
-def save(session: Session, current: Settings, changes: dict[str, Any]) -> Settings:
+def propose(current: Settings, changes: dict[str, Any]) -> Settings:
+    """`current` with `changes`, unchecked: a setting that follows others keeps
+    following unless it is changed (None makes it follow again)."""
     unknown = sorted(set(changes) - _NAMES)
     if unknown:
         raise WorkbenchError(_unknown_message(unknown))
     wrong = [p for p in (_kind_problem(k, v) for k, v in changes.items()) if p]
     if wrong:
         raise WorkbenchError("Settings not changed: " + "; ".join(wrong) + ".")
-    new = replace(current, **{k: _plain(k, v) for k, v in changes.items()}).check()
-    for key, value in asdict(new).items():
-        if value != getattr(current, key) or session.get(SettingRow, key) is None:
+    kept = {name: None for name in current._following if name not in changes}
+    return replace(current, **kept, **{k: _plain(k, v) for k, v in changes.items()})
+
+
+def save(session: Session, current: Settings, changes: dict[str, Any]) -> Settings:
+    new = propose(current, changes).check()
+    values = asdict(new)
+    for key in _NAMES:
+        value = None if new.follows(key) else values[key]
+        row = session.get(SettingRow, key)
+        if row is None or row.value != value:
             session.merge(SettingRow(key=key, value=value))
     return new

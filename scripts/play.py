@@ -3,9 +3,13 @@ with the whole project in the file browser.
 
 The tracked notebooks stay clean while they are played: the server saves any
 notebook under notebooks/ as its sources only (widgets/notebook_files.py), so
-autosave never writes outputs or widget state into git's copy.
+autosave never writes outputs or widget state into git's copy. The campaign
+file lives outside the project, in ~/.local/share/story-workbench/play.db
+($XDG_DATA_HOME respected; --db or $STORY_WORKBENCH_PLAY_DB choose another),
+so play.db and its -wal and -shm never sit beside the notebooks. A play.db
+left in notebooks/ by an older version is moved there once.
 
-    python scripts/play.py [--port N] [--print-only]
+    python scripts/play.py [--port N] [--db PATH] [--print-only]
 """
 from __future__ import annotations
 
@@ -19,6 +23,29 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = "notebooks/play.ipynb"
 HOOK = "widgets.notebook_files.keep_sources_only"
+DB_ENV = "STORY_WORKBENCH_PLAY_DB"  # widgets.live.PLAY_DATABASE_ENV; read by the play notebook's kernel
+OLD_DB = ROOT / "notebooks" / "play.db"
+
+
+def database(chosen: str = "") -> Path:
+    """The campaign file: --db, else $STORY_WORKBENCH_PLAY_DB, else the user's data folder."""
+    chosen = chosen or os.environ.get(DB_ENV, "")
+    if chosen:
+        return Path(chosen).expanduser().resolve()
+    home = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return home / "story-workbench" / "play.db"
+
+
+def move_old_database(target: Path, old: Path = OLD_DB) -> bool:
+    """An older version kept play.db in notebooks/: move it (with -wal, -shm) once, if nothing is there yet."""
+    if not old.exists() or target.exists():
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        part = Path(str(old) + suffix)
+        if part.exists():
+            os.replace(part, str(target) + suffix)
+    return True
 
 
 def free_port() -> int:
@@ -43,16 +70,22 @@ def command(port: int, token: str) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0, help="a fixed port (default: any free one)")
+    parser.add_argument("--db", default="", help="the campaign file (default: ~/.local/share/story-workbench/play.db)")
     parser.add_argument("--print-only", action="store_true", help="print the command and URL, start nothing")
     options = parser.parse_args(argv)
     port, token = options.port or free_port(), secrets.token_urlsafe(24)
     args = command(port, token)
     url = f"http://127.0.0.1:{port}/lab/tree/{NOTEBOOK}?token={token}"
-    print(f"\nOpen this in your browser (it opens {NOTEBOOK}; Ctrl-C here stops JupyterLab):\n\n    {url}\n",
-          flush=True)
+    db = database(options.db)
+    print(f"\nOpen this in your browser (it opens {NOTEBOOK}; Ctrl-C here stops JupyterLab):\n\n    {url}\n\n"
+          f"Your campaign is kept in {db}\n", flush=True)
     if options.print_only:
         print(" ".join(args))
         return
+    if move_old_database(db):
+        print(f"Moved the campaign file from {OLD_DB} to {db}.", flush=True)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    os.environ[DB_ENV] = str(db)
     os.chdir(ROOT)
     os.execv(args[0], args)
 

@@ -6,6 +6,7 @@ notebook cell; `register_panel(title, factory)` adds or replaces a side panel
     CampaignApp(camp)
 """
 from .app import CampaignApp
+from .live import play_database
 from .panels import register_panel
 
-__all__ = ["CampaignApp", "register_panel"]
+__all__ = ["CampaignApp", "play_database", "register_panel"]

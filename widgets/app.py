@@ -19,13 +19,17 @@ from typing import Any, ClassVar
 
 import ipywidgets as w
 
-from engine import Campaign, TurnCancelled, TurnFailed, display
+from engine import Campaign, TurnCancelled, TurnFailed, display, html
 
+from .common import table_html
 from .controls import Availability, Controls
+from .keys import KeyBridge
+from .live import PLAY_RECORD_COLUMNS, LiveView
+from .meter import ContextMeter
 from .panels import PANELS, Factory, build_panels
 from .runner import Runner, describe_error
 from .savepoints import SavePointsBar
-from .story_view import StoryView
+from .story_view import Cut, StoryView
 
 __all__ = ["CampaignApp"]
 
@@ -44,7 +48,9 @@ class CampaignApp:
         self.runner = Runner(threaded)
         self.error: str | None = None
         self._editing: int | None = None
-        self._draft = ""
+        self._cut: Cut | None = None
+        self._head_turn = None
+        self._followers: list = []
         self._stopping = False
         self._history: list = []
         self._script: deque[str] = deque()
@@ -52,10 +58,13 @@ class CampaignApp:
         self._script_idle.set()
         self._availability = Availability()
         self.story = StoryView(camp.title)
+        self.meter = ContextMeter()
         self.controls = Controls()
+        self.keys = KeyBridge()
         self.save_points = SavePointsBar(camp, changed=self.refresh, say=self._say)
         self.panel_box, self.panel_widgets = build_panels(camp, self.panels if panels is None else panels)
-        self.widget = w.VBox([self.story.widget, self.controls.widget, self.save_points.widget, self.panel_box])
+        self.widget = w.VBox([self.story.widget, self.meter.widget, self.controls.widget, self.save_points.widget,
+                              self.panel_box, self.keys])
         self.widget.add_class("story-workbench-app")
         self._wire()
         for panel in self.panel_widgets:
@@ -72,17 +81,34 @@ class CampaignApp:
         c.redo.on_click(lambda _: self.redo())
         c.edit.on_click(lambda _: self.toggle_edit())
         c.stop.on_click(lambda _: self.stop())
+        c.finish.on_click(lambda _: self.continue_story())
         c.prev_take.on_click(lambda _: self._step_take(-1))
         c.next_take.on_click(lambda _: self._step_take(+1))
+        self.story.editor.save.on_click(lambda _: self.save_edit())
+        self.story.editor.cancel.on_click(lambda _: self.cancel_edit())
+        self.keys.on_action(self._key)
+
+    def _key(self, action: str, content: dict) -> None:
+        """What a key or a click in the page asked for (widgets/keys.py)."""
+        if action == "send":
+            self.send(str(content.get("text", "")))
+        elif action == "stop":
+            self.stop()
+        elif action == "edit" and isinstance(content.get("id"), int | float):
+            self.edit_passage(int(content["id"]))
+        elif action == "save_edit":
+            self.save_edit(str(content.get("text", self.story.editor.text.value)))
+        elif action == "cancel_edit":
+            self.cancel_edit()
 
     # ------------------------------------------------------------ turns
     def send(self, text: str | None = None) -> None:
-        """What Send does: act, direct (Story direction on) or save an edit."""
+        """What Send (or Enter) does: act, or direct with Story direction on."""
         if text is not None:
             self.controls.text.value = text
         text = self.controls.text.value
         if self._editing is not None:
-            self.save_edit(text)
+            self._say("Finish or cancel the edit first (Save, or Cancel / Escape).", error=True)
         elif self.controls.direction.value:
             self.direct(text)
         else:
@@ -186,6 +212,28 @@ class CampaignApp:
         self._say(_written(turn))
         self._follow_derived()
 
+    def follow(self, view):
+        """Keep another view of the campaign (`view.refresh()`) in step with the app; returns it."""
+        self._followers.append(view)
+        return view
+
+    def transcript(self) -> LiveView:
+        """The story so far, for a cell below the app: kept current after every turn."""
+        return self.follow(LiveView(lambda: display.story_html(self.camp.title, self.camp.history()),
+                                    "sw-transcript"))
+
+    def records_view(self, columns: list[str] | None = None) -> LiveView:
+        """One row per turn (`camp.records()`, these columns), kept current after every turn."""
+        columns = list(columns or PLAY_RECORD_COLUMNS)
+
+        def render():
+            frame = self.camp.records()
+            if not len(frame):
+                return html.tag("p", "No narrated turn yet: the rows appear here as you play.", style="color:#888")
+            shown = frame[[c for c in columns if c in frame.columns]]
+            return table_html(shown.columns, shown.itertuples(index=False), "sw-records")
+        return self.follow(LiveView(render, "sw-records-view"))
+
     def _follow_derived(self) -> None:
         """Memories and state are derived after a turn's commit, in the engine's
         own background thread: re-read the panels once that work is done."""
@@ -226,46 +274,84 @@ class CampaignApp:
 
     # ------------------------------------------------------------ head moves
     def undo(self) -> None:
-        self._move(self.camp.undo)
+        self._move(self.camp.undo, "Stepped back one turn; Redo brings it back.")
 
     def redo(self) -> None:
-        self._move(self.camp.redo)
+        self._move(self.camp.redo, "Stepped forward again.")
 
     def select_take(self, n: int) -> None:
-        self._move(lambda: self.camp.select_take(n))
+        if self._move(lambda: self.camp.select_take(n)):
+            a = self._availability
+            self._say(f"Showing take {a.take} of {a.takes}.")
 
     def _step_take(self, step: int) -> None:
         self.select_take(self._availability.take + step)
 
+    # ------------------------------------------------------------ editing in place
     def toggle_edit(self) -> None:
-        """Edit puts the newest narration in the input box; Cancel edit puts your draft back."""
+        """The Edit button: open the editor on the newest narration, or close it."""
         if self._editing is not None:
-            self._editing = None
-            self.controls.text.value = self._draft
-        else:
-            head = self._history[-1] if self._history else None
-            if head is None or head.kind != "narrator":
-                self._say("Nothing to edit: the newest passage is not a narration.", error=True)
-                return
-            self._draft, self._editing = self.controls.text.value, head.id
-            self.controls.text.value = head.text
-            self._say("Correct the narration, then Save edit. It becomes a new take; the original is kept.")
+            self.cancel_edit()
+            return
+        head = self._history[-1] if self._history else None
+        if head is None or head.kind != "narrator":
+            self._say("Nothing to edit: the newest passage is not a narration.", error=True)
+            return
+        self.edit_passage(head.id)
+
+    def edit_passage(self, node_id: int) -> None:
+        """Open a larger editor where passage `node_id` stands (its ✎ Edit mark)."""
+        if self.runner.busy:
+            self._say("A turn is being narrated: wait for it, or press Stop.", error=True)
+            return
+        entry = next((e for e in self._history if e.id == node_id), None)
+        if entry is None or entry.kind not in _EDITED:
+            self._say("That passage cannot be edited (the opening is part of the campaign's setup).", error=True)
+            return
+        text = entry.text + (self._cut.tail if self._cut is not None and self._cut.node_id == node_id else "")
+        if not self.story.edit_in_place(node_id, text):
+            self._say("That passage is not shown here: undo to it, or edit it from code (camp.edit).", error=True)
+            return
+        self._editing = node_id
+        self._say(_EDITED[entry.kind])
         self._update_controls()
 
-    def save_edit(self, text: str) -> None:
+    def cancel_edit(self) -> None:
+        if self._editing is None:
+            return
+        self._editing = None
+        self.story.close_editor()
+        self._say("Edit cancelled: the passage is as it was.")
+        self._update_controls()
+
+    def save_edit(self, text: str | None = None) -> None:
+        """Save the open editor: a narration becomes a new take at once; your
+        own line becomes a new take that the narrator answers afresh (a turn)."""
         node_id = self._editing
         if node_id is None:
+            return
+        text = self.story.editor.text.value if text is None else text
+        entry = next((e for e in self._history if e.id == node_id), None)
+        if entry is not None and entry.kind in ("player", "direction"):
+            if not text.strip():
+                self._say("The edited line is empty: write it, or Cancel.", error=True)
+                return
+            self._editing = None
+            self.story.close_editor()
+            before = [e for e in self._history if e.depth < entry.depth]
+            self.story.show(before)
+            self._turn(lambda **cb: self.camp.edit_line(node_id, text, **cb), line=text, kind=entry.kind,
+                       needs_text=False)
             return
 
         def save() -> None:
             self.camp.edit(node_id, text)
             self._editing = None
-            self.controls.text.value = self._draft
+            self.story.close_editor()
 
-        if self._move(save):
-            self._say("Edit saved as a new take.")
+        self._move(save, "Edit saved as a new take; the original is kept (‹ › switches back).")
 
-    def _move(self, action: Callable[[], Any]) -> bool:
+    def _move(self, action: Callable[[], Any], done: str = "") -> bool:
         if self.runner.busy:
             self._say("A turn is being narrated: wait for it, or press Stop.", error=True)
             return False
@@ -277,7 +363,7 @@ class CampaignApp:
             self.refresh()
             return False
         self.error = None
-        self._say("")
+        self._say(done)
         self.refresh()
         return True
 
@@ -290,10 +376,16 @@ class CampaignApp:
         except Exception as exc:  # noqa: BLE001 - a vanished file or campaign, in words
             self._history, self._availability = [], Availability(busy=self.runner.busy)
             self._say(describe_error(exc), error=True)
-        self.story.show(self._history, self._head_reasoning())
+        self._head_turn = self._read_head_turn()
+        self._cut = self._read_cut()
+        if self._editing is not None and not any(e.id == self._editing for e in self._history):
+            self._editing = None  # the passage left the story being read
+        self.story.editing = self._editing
+        self.story.show(self._history, getattr(self._head_turn, "reasoning", None), self._cut)
+        self.meter.show(self._head_turn, self._number_of_head())
         self._update_controls()
         self.save_points.refresh()
-        for panel in self.panel_widgets:
+        for panel in [*self.panel_widgets, *self._followers]:
             self._refresh_panel(panel)
 
     def _read_availability(self) -> Availability:
@@ -303,20 +395,31 @@ class CampaignApp:
                             can_retry=camp.can_retry, take=head.take if narrated else 1,
                             takes=head.takes if narrated else 1)
 
-    def _head_reasoning(self) -> str | None:
+    def _read_head_turn(self):
+        """The newest narration's record (reasoning, cut, the context report), or None."""
         head = self._history[-1] if self._history else None
         if head is None or head.kind != "narrator":
             return None
         try:
-            return self.camp.turn(head.id).reasoning
-        except Exception:  # noqa: BLE001 - reasoning is optional decoration
+            return self.camp.turn(head.id)
+        except Exception:  # noqa: BLE001 - decoration: the story still shows
             return None
+
+    def _read_cut(self) -> Cut | None:
+        """The newest narration, if the reply length stopped it (engine.turns.record: cut, tail)."""
+        turn = self._head_turn
+        if turn is None or not getattr(turn, "cut", False):
+            return None
+        return Cut.of(turn.id, self._history[-1].text, str(getattr(turn, "tail", "") or ""))
+
+    def _number_of_head(self) -> int:
+        return sum(1 for e in self._history if e.kind == "narrator")
 
     def _update_controls(self, busy: bool | None = None) -> None:
         busy = self.runner.busy if busy is None else busy
         a = self._availability
         self.controls.update(Availability(busy, a.can_undo, a.can_redo, a.can_retry, a.take, a.takes,
-                                          self._editing is not None))
+                                          self._editing is not None, self._cut is not None))
         self.save_points.set_busy(busy, editing=self._editing is not None)
 
     def _refresh_panel(self, panel) -> None:
@@ -352,7 +455,16 @@ class CampaignApp:
         return f"<CampaignApp for {self.camp!r}>"
 
 
+_EDITED = {"narrator": "Correct the narration, then Save (Ctrl+Enter). It becomes a new take; the original is kept.",
+           "player": "Correct your line, then Save (Ctrl+Enter): the narrator answers it afresh, and the original "
+                     "line is kept as another take.",
+           "direction": "Correct the direction, then Save (Ctrl+Enter): the narrator follows it afresh, and the "
+                        "original is kept as another take."}
+
+
 def _written(turn) -> str:
     take = f" (take {turn.take}/{turn.takes})" if turn.takes > 1 else ""
     words = len(turn.text.split())
-    return f"Written: {words} words{take}."
+    cut = (" It was cut at the reply length: Finish the reply lets the narrator complete it."
+           if getattr(turn, "cut", False) else "")
+    return f"Written: {words} words{take}.{cut}"

@@ -19,33 +19,33 @@ BUSY = "A turn is being narrated: wait for it, or press Stop."
 WHY_NOT = {
     "send": "Write what you do first (or, with Story direction on, what should happen).",
     "direct": "Write what should happen first, e.g. Make the storm break.",
-    "save_edit": "The corrected narration is empty: write it, or Cancel edit.",
     "undo": "Nothing to undo: the story is at its opening.",
     "redo": "Nothing to redo: this is the latest turn on this line of the story.",
     "retry": "Nothing to retry: the newest passage is not a narration.",
     "edit": "Nothing to edit: the newest passage is not a narration.",
+    "finish": "The newest reply was not cut short.",
     "stop": "No turn is running.",
     "first": "This is the first take.",
     "last": "This is the newest take.",
 }
 TIPS = {
-    "send": "Play your line as the next turn.",
-    "direct": "Tell the narrator what should happen next, out of character.",
-    "save_edit": "Save the corrected narration as a new take (the original is kept).",
-    "cancel_edit": "Leave the narration as it was and get your draft back.",
+    "send": "Play your line as the next turn (Enter; Shift+Enter starts a new line).",
+    "direct": "Tell the narrator what should happen next, out of character (Enter).",
+    "cancel_edit": "Close the editor and leave the passage as it was (Escape).",
     "continue": "Let the story go on without acting.",
+    "finish": "The newest reply was cut at the reply length: let the narrator finish it.",
     "direction": "Speak to the narrator out of character: 'Make the storm break.'",
     "undo": "Step back one turn (nothing is deleted; Redo comes back).",
     "redo": "Step forward again along this line of the story.",
     "retry": "Another take of the newest narration (the current one is kept).",
-    "edit": "Correct the newest narration: it becomes a new take.",
-    "stop": "Stop the narration; nothing is written.",
+    "edit": "Correct the newest narration where it stands (or click ✎ Edit on any passage): it becomes a new take.",
+    "stop": "Stop the narration; nothing is written (Escape).",
     "first": "The previous take of the newest narration.",
     "last": "The next take of the newest narration.",
 }
 PLACEHOLDER = {
-    False: "What do you do? e.g. open the door · I draw my sword · \"Who's there?\"",
-    True: "Story direction, out of character: e.g. Make the storm break.",
+    False: "What do you do? e.g. open the door · I draw my sword · \"Who's there?\"  (Enter sends)",
+    True: "Story direction, out of character: e.g. Make the storm break.  (Enter sends)",
 }
 
 
@@ -60,6 +60,7 @@ class Availability:
     take: int = 1
     takes: int = 1
     editing: bool = False
+    cut: bool = False  # the newest narration was stopped by the reply length
 
 
 def _button(label: str, tip_key: str, style: str = "", width: str = "auto") -> w.Button:
@@ -86,6 +87,7 @@ class Controls:
         self.retry = _button("⟳ Retry", "retry")
         self.edit = _button("✎ Edit", "edit")
         self.stop = _button("■ Stop", "stop")
+        self.finish = _button("Finish the reply ▸", "finish")
         self.prev_take = _button("‹", "first", width="2.5em")
         self.next_take = _button("›", "last", width="2.5em")
         self.take_label = w.HTML()
@@ -108,7 +110,7 @@ class Controls:
         self.text.layout = w.Layout(flex="1 1 20em", width="auto", min_width="12em")
         actions = w.VBox([self.send, self.continue_, self.direction],
                          layout=w.Layout(flex="0 0 11.5em", width="11.5em", overflow="visible"))
-        nav = w.HBox([self.undo, self.redo, self.retry, self.edit, self.takes, self.stop],
+        nav = w.HBox([self.undo, self.redo, self.retry, self.edit, self.takes, self.stop, self.finish],
                      layout=w.Layout(flex_flow="row wrap", overflow="visible"))
         top = w.HBox([self.text, actions], layout=w.Layout(width="100%", overflow="visible"))
         box = w.VBox([top, nav, self.status], layout=w.Layout(overflow="visible"))
@@ -122,14 +124,16 @@ class Controls:
         idle = not state.busy
         has_text = bool(self.text.value.strip())
         self.text.disabled = state.busy
-        self._enable(self.send, idle and has_text, self._send_key(state))
+        self._enable(self.send, idle and has_text and not state.editing, self._send_key())
         self._enable(self.continue_, idle and not state.editing, "continue")
+        self._enable(self.finish, idle and state.cut and not state.editing, "finish")
+        self.finish.layout.display = "" if state.cut else "none"
         self._enable(self.undo, idle and state.can_undo and not state.editing, "undo")
         self._enable(self.redo, idle and state.can_redo and not state.editing, "redo")
         self._enable(self.retry, idle and state.can_retry and not state.editing, "retry")
         self._enable(self.edit, idle and (state.can_retry or state.editing),
                      "cancel_edit" if state.editing else "edit")
-        self.direction.disabled = state.busy or state.editing
+        self.direction.disabled = state.busy
         self._enable(self.stop, state.busy, "stop")
         self.stop.button_style = "danger" if state.busy else ""
         self._update_takes(state)
@@ -141,13 +145,13 @@ class Controls:
             button.tooltip = TIPS.get(key, "")
         elif self._state.busy and key != "stop":
             button.tooltip = BUSY
-        elif self._state.editing and key not in ("save_edit", "cancel_edit"):
+        elif self._state.editing and key != "cancel_edit":
             button.tooltip = "Finish or cancel the edit first."
         else:
             button.tooltip = WHY_NOT.get(key, "")
 
-    def _send_key(self, state: Availability) -> str:
-        return "save_edit" if state.editing else ("direct" if self.direction.value else "send")
+    def _send_key(self) -> str:
+        return "direct" if self.direction.value else "send"
 
     def _update_takes(self, state: Availability) -> None:
         """`‹ 2/4 ›` on the newest narration, shown only when it has several takes."""
@@ -159,9 +163,9 @@ class Controls:
 
     def _relabel(self) -> None:
         editing = self._state.editing
-        self.send.description = "Save edit" if editing else ("Direct" if self.direction.value else "Send")
+        self.send.description = "Direct" if self.direction.value else "Send"
         self.edit.description = "Cancel edit" if editing else "✎ Edit"
-        self.text.placeholder = "The corrected narration." if editing else PLACEHOLDER[self.direction.value]
+        self.text.placeholder = PLACEHOLDER[self.direction.value]
 
     # ------------------------------------------------------------ messages
     def say(self, message: str, error: bool = False) -> None:

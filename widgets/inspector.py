@@ -139,7 +139,8 @@ class ContextInspector(w.VBox):
         super().__init__([w.HBox([self.choice, self.node, self.go]), self.summary, self.chart, self.table,
                           self.raw_box])
         self.choice.observe(lambda change: self.show(change["new"]), "value")
-        self.go.on_click(lambda _: self.show_id(self.node.value))
+        self.go.on_click(lambda _: self.show_id(self.node.value) if self.node.value.strip() else
+                         self.show(self.choice.value, again=True))
         self.refresh()
 
     def refresh(self) -> None:
@@ -175,9 +176,10 @@ class ContextInspector(w.VBox):
             return
         self.show(node_id)
 
-    def show(self, node_id: int | None) -> None:
-        """Show any turn's report, on the story being read or not."""
-        if node_id is None or node_id == self._shown:
+    def show(self, node_id: int | None, again: bool = False) -> None:
+        """Show any turn's report, on the story being read or not (Show with
+        the id box empty shows the turn picked in the list)."""
+        if node_id is None or (node_id == self._shown and not again):
             return
         try:
             turn = self.camp.turn(node_id)

@@ -28,7 +28,7 @@ class MemoryPanel(w.VBox):
         self.text = w.Textarea(placeholder="What the narrator should remember, e.g. Mara owes Wren a favour.",
                                rows=2, layout=w.Layout(width="100%", max_width="40em"))
         self.save = w.Button(description="Add memory", button_style="primary", layout=w.Layout(width="auto"))
-        self.pin = w.Button(description="📌 Pin", layout=w.Layout(width="auto"))
+        self.pin = w.Button(description="★ Pin", layout=w.Layout(width="auto"))
         self.delete = w.Button(description="Delete…", layout=w.Layout(width="auto"))
         self.refresh_button = w.Button(description="Refresh", layout=w.Layout(width="auto"))
         self.confirm = Confirm()
@@ -101,7 +101,7 @@ class MemoryPanel(w.VBox):
                                           "lines), or add one below.", style="color:#888")
         else:
             rows = [(r.id, ("[inferred] " if r.authority == "heuristic" else "") + r.text,
-                     "📌" if r.pinned else "", "forgotten" if r.forgotten else ("" if r.on_path else "other line"),
+                     "★ pinned" if r.pinned else "", "forgotten" if r.forgotten else ("" if r.on_path else "other line"),
                      r.use_count) for r in recent.itertuples()]
             self.listing.value = table_html(["id", "memory", "pinned", "", "used"], rows, "sw-memories")
         before = self.choice.value
@@ -127,7 +127,7 @@ class MemoryPanel(w.VBox):
         self.confirm.layout.display = "none"
         self.save.description = "Add memory" if row is None else "Save text"
         self.pin.disabled = self.delete.disabled = row is None
-        self.pin.description = "Unpin" if row is not None and row["pinned"] else "📌 Pin"
+        self.pin.description = "Unpin" if row is not None and row["pinned"] else "★ Pin"
         if fill:
             self.text.value = "" if row is None else str(row["text"])
 

@@ -6,7 +6,7 @@ widget has a `refresh()` method the app calls it after every story change
 calls it once, so a panel can run slow work through the app's runner. A
 panel that fails to build shows its error in place and the app still opens.
 
-Settings, Context, State, Memory and Knowledge ship here; `placeholder_panel`
+Settings, Lore, Context, State, Memory and Knowledge ship here; `placeholder_panel`
 lists any other campaign attribute until it has a panel of its own.
 """
 from __future__ import annotations
@@ -19,6 +19,7 @@ from engine import Campaign, html
 
 from .inspector import ContextInspector
 from .knowledge_panel import KnowledgePanel
+from .lore_panel import LorePanel
 from .memory_panel import MemoryPanel
 from .runner import describe_error
 from .settings_panel import SettingsPanel
@@ -100,6 +101,7 @@ def placeholder_panel(attribute: str, what: str) -> Factory:
 
 PANELS: list[tuple[str, Factory]] = [
     ("Settings", SettingsPanel),
+    ("Lore", LorePanel),
     ("Context", ContextInspector),
     ("State", StatePanel),
     ("Memory", MemoryPanel),

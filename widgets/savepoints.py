@@ -32,7 +32,8 @@ class SavePointsBar:
         self.camp, self._changed, self._say = camp, changed, say
         self.name = w.Text(placeholder="Name, e.g. before the crypt", layout=w.Layout(width="16em"))
         self.create = w.Button(description="Save point", tooltip=TIPS["create"])
-        self.choice = w.Dropdown(options=[], layout=w.Layout(width="18em"))
+        # Wide enough for a name and "· saved 01 Dec 22:54" whole (18em cut the minutes).
+        self.choice = w.Dropdown(options=[], layout=w.Layout(width="auto", min_width="24em", max_width="100%"))
         self._refreshing = threading.Lock()
         self.restore = w.Button(description="Restore", tooltip=TIPS["restore"])
         self.delete = w.Button(description="Delete…", tooltip=TIPS["delete"])
@@ -59,7 +60,8 @@ class SavePointsBar:
     # ------------------------------------------------------------ actions
     def save(self) -> None:
         if self._attempt(lambda: self.camp.save_point(self.name.value)):
-            self._say(f"Saved point '{self.name.value.strip()}'.")
+            self._say(f"Save point “{self.name.value.strip()}” made: pick it in the list and Restore to come "
+                      "back here.")
             self.name.value = ""
             self.refresh()
 

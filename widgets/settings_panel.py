@@ -2,9 +2,16 @@
 hot, how big a prompt, the embedder, memory and the state protocol; and a
 Test connection button that answers in words before a turn has to.
 
-Only fields the reader changed are sent to `Workbench.configure`, so opening
-the panel never replaces a narrator object configured in code (a test
-narrator, say) with the saved "local" setting.
+Every control is built from the settings' own declaration
+(`engine.settings.SPECS`): its label, help, bounds and choices, and the
+narrator it belongs to. Nothing here repeats a bound: a setting declared
+with `panel=True` appears here by itself.
+
+Only fields the reader changed, and that the chosen narrator and embedder
+use, are sent to `Workbench.configure`: a value left in a hidden field never
+blocks Apply, and opening the panel never replaces a narrator object
+configured in code (a test narrator, say) with the saved "local" setting.
+A number outside its bounds is brought inside them, and the message says so.
 """
 from __future__ import annotations
 
@@ -12,21 +19,45 @@ import ipywidgets as w
 
 from engine import Campaign, html
 from engine.html import Html
+from engine.settings import SPECS, Spec, propose
 
 from .common import Message
 from .runner import Runner, describe_error
 
-__all__ = ["SettingsPanel", "connection_html"]
-
-NARRATORS = [("Embedded (SmolLM2, offline)", "local"), ("My server (OpenAI-compatible)", "endpoint")]
-EMBEDDERS = [("Embedded MiniLM (offline)", "local"), ("My server's embedding model", "endpoint"),
-             ("A GGUF embedding model", "gguf"), ("None (word search only)", "none")]
+__all__ = ["SettingsPanel", "adjust", "connection_html", "panel_settings"]
 
 
-def _field(kind, description: str, tooltip: str = "", **options) -> w.Widget:
-    """One labelled control; labels get a fixed column so the inputs line up."""
-    return kind(description=description, tooltip=tooltip, **options,
-                layout=w.Layout(width="100%", max_width="34em"), style={"description_width": "10em"})
+def panel_settings() -> list[str]:
+    """The settings the panel shows, in the order they are declared."""
+    return [name for name, spec in SPECS.items() if spec.panel]
+
+
+def _control(name: str, spec: Spec, kind: str) -> w.Widget:
+    """One labelled control from its declaration; labels get a fixed column so the inputs line up."""
+    common = dict(tooltip=spec.tooltip(name), layout=w.Layout(width="100%", max_width="34em"))
+    labelled = dict(description=spec.label, style={"description_width": "10em"}, **common)
+    if spec.choices:
+        return w.Dropdown(options=[(words, value) for value, words in spec.choices], **labelled)
+    if kind == "bool":
+        return w.Checkbox(description=spec.label + (f": {spec.help}" if spec.help else ""), indent=False,
+                          **common)
+    if kind == "int":
+        return w.IntText(step=int(spec.step or 1), **labelled)
+    if kind == "float":
+        return w.FloatText(step=spec.step or 0.1, **labelled)
+    if spec.long:
+        return w.Textarea(rows=4, **labelled)
+    return w.Text(placeholder=spec.placeholder, **labelled)
+
+
+def adjust(name: str, value):
+    """`value` brought inside the declared bounds, and a sentence when it had to be."""
+    spec = SPECS[name]
+    if not spec.out_of_bounds(value):
+        return value, ""
+    used = spec.clamp(value)
+    side = "less than the least" if used > value else "more than the most"
+    return used, f"{spec.label} {value:g} is {side} it can be ({spec.bounds_words()}): {used:g} was used."
 
 
 class SettingsPanel(w.VBox):
@@ -34,39 +65,26 @@ class SettingsPanel(w.VBox):
 
     def __init__(self, camp: Campaign):
         self.workbench = camp.workbench
-        self.controls: dict[str, w.Widget] = {
-            "narrator": _field(w.Dropdown, "Narrator", options=NARRATORS),
-            "endpoint_url": _field(w.Text, "Endpoint", placeholder="http://127.0.0.1:11434/v1"),
-            "model": _field(w.Text, "Model", placeholder="qwen2.5:7b"),
-            "max_output_tokens": _field(w.BoundedIntText, "Reply length", "The longest reply, in tokens.",
-                                        min=16, max=32_768, step=50),
-            "temperature": _field(w.BoundedFloatText, "Temperature", "0 is most predictable; 2 is wild.",
-                                  min=0.0, max=2.0, step=0.1),
-            "context_budget": _field(w.BoundedIntText, "Budget", "Tokens the narrator is given, prompt plus "
-                                     "reply; a smaller window on the model caps it.", min=256, max=1_000_000,
-                                     step=1024),
-            "trim_fraction": _field(w.BoundedIntText, "Trim fraction", "History is trimmed in blocks of "
-                                    "1/this of the window, which keeps the prompt cache warm; 0 slides by one.",
-                                    min=0, max=64),
-            "embedder": _field(w.Dropdown, "Embedder", options=EMBEDDERS),
-            "embedding_model": _field(w.Text, "Embedding model", placeholder="nomic-embed-text (for My server)"),
-            "embedding_model_path": _field(w.Text, "Embedding GGUF", placeholder="~/models/nomic-embed-text.gguf"),
-            "memory_enabled": w.Checkbox(description="Memory: write and recall memories", indent=False),
-            "state_protocol": w.Checkbox(description="Narrative state: ask the narrator for state events",
-                                         indent=False),
-        }
+        kinds = {name: _kind(name) for name in SPECS}
+        self.controls: dict[str, w.Widget] = {name: _control(name, SPECS[name], kinds[name])
+                                               for name in panel_settings()}
         for name, control in self.controls.items():
             control.add_class(f"sw-setting-{name}")
-        self.apply = w.Button(description="Apply", button_style="primary")
-        self.test = w.Button(description="Test connection")
+        self.apply = w.Button(description="Apply", button_style="primary", tooltip="Save the changes above.")
+        self.test = w.Button(description="Test connection", tooltip="Ask the narrator (and your server) whether "
+                             "it answers, and how big its window is.")
+        self.note = w.HTML()
+        self.note.add_class("sw-settings-note")
         self.message = Message()
         self.report = w.HTML()
         self._background = Runner(threaded=True).start
         self.apply.on_click(lambda _: self.save())
         self.test.on_click(lambda _: self.test_connection())
-        self.controls["narrator"].observe(lambda _: self._show_relevant(), "value")
-        self.controls["embedder"].observe(lambda _: self._show_relevant(), "value")
-        super().__init__([*self.controls.values(), w.HBox([self.apply, self.test]), self.message, self.report])
+        for chooser in ("narrator", "embedder"):
+            if chooser in self.controls:
+                self.controls[chooser].observe(lambda _: self._show_relevant(), "value")
+        super().__init__([*self.controls.values(), self.note, w.HBox([self.apply, self.test]), self.message,
+                          self.report])
         self.refresh()
 
     # kept as attributes: code and tests reach the common fields by name
@@ -85,24 +103,48 @@ class SettingsPanel(w.VBox):
             control.value = getattr(s, name)
         self._show_relevant()
 
+    def _chosen(self):
+        """The settings as they would be with the narrator and embedder picked now (unchecked)."""
+        picked = {k: self.controls[k].value for k in ("narrator", "embedder") if k in self.controls}
+        try:
+            return propose(self.workbench.settings, picked)
+        except Exception:  # noqa: BLE001 - a choice outside the list: show everything
+            return self.workbench.settings
+
     def _show_relevant(self) -> None:
-        """The endpoint fields only when something uses the endpoint."""
-        narrator, embedder = self.controls["narrator"].value, self.controls["embedder"].value
-        shown = {"endpoint_url": "endpoint" in (narrator, embedder), "model": narrator == "endpoint",
-                 "embedding_model": embedder == "endpoint", "embedding_model_path": embedder == "gguf"}
-        for name, show in shown.items():
-            self.controls[name].layout.display = "" if show else "none"
+        """Only the fields the chosen narrator and embedder use."""
+        chosen = self._chosen()
+        for name, control in self.controls.items():
+            control.layout.display = "" if chosen.applies(name) else "none"
+        self.note.value = _budget_note(chosen, self.workbench.settings)
 
     def changes(self) -> dict:
-        s = self.workbench.settings
-        wanted = {name: (c.value.strip() if isinstance(c.value, str) else c.value) for name, c in self.controls.items()}
+        """What the reader changed, among the fields the chosen narrator and embedder use."""
+        s, chosen = self.workbench.settings, self._chosen()
+        wanted = {name: (c.value.strip() if isinstance(c.value, str) else c.value)
+                  for name, c in self.controls.items() if chosen.applies(name)}
         return {k: v for k, v in wanted.items() if v != getattr(s, k)}
 
     def save(self) -> None:
-        """Apply what changed; an old connection report no longer describes it, so it goes."""
+        """Apply what changed, bounds first (with a sentence for each value
+        brought inside them), then the rules between settings, in labels; an
+        old connection report no longer describes it, so it goes."""
         changes = self.changes()
         if not changes:
             self.message.say("Nothing to change.")
+            return
+        notes = []
+        for name, value in list(changes.items()):
+            used, note = adjust(name, value)
+            if note:
+                changes[name], notes = used, [*notes, note]
+                self.controls[name].value = used
+        try:
+            problems = propose(self.workbench.settings, changes).problems(named=False)
+        except Exception as exc:  # noqa: BLE001 - the refusal, in words
+            problems = [describe_error(exc)]
+        if problems:
+            self.message.say("Not changed: " + "; ".join(problems) + ".", error=True)
             return
         try:
             self.workbench.configure(**changes)
@@ -110,7 +152,9 @@ class SettingsPanel(w.VBox):
             self.message.say(describe_error(exc), error=True)
             return
         self.report.value = ""
-        self.message.say("Saved: " + ", ".join(sorted(changes)) + ". Test the connection to check it.")
+        self._show_relevant()
+        labels = ", ".join(SPECS[name].label for name in changes)
+        self.message.say(" ".join([f"Saved: {labels}.", *notes, "Test the connection to check it."]))
 
     def test_connection(self) -> None:
         """Probe in the background: an unreachable server can take seconds to time out."""
@@ -119,7 +163,7 @@ class SettingsPanel(w.VBox):
         self.test.disabled = True
 
         def done(report) -> None:
-            self.report.value = connection_html(report)
+            self.report.value = connection_html(report, self.workbench.settings.follows("context_budget"))
 
         def failed(exc) -> None:
             self.report.value = ""
@@ -134,17 +178,36 @@ class SettingsPanel(w.VBox):
             self.message.say("A turn is running: test the connection when it has finished.", error=True)
 
 
-def connection_html(report) -> Html:
+def _kind(name: str) -> str:
+    from engine.settings import _KINDS
+
+    return _KINDS[name].replace(" | None", "")
+
+
+def _budget_note(chosen, saved) -> Html:
+    """Say where the story budget comes from while nobody has set it."""
+    if not saved.follows("context_budget"):
+        return Html("")
+    window = (f"the model window ({chosen.context_budget:,} tokens)" if chosen.narrator == "local" else
+              "your server's window (16,384 tokens until the server is asked)")
+    return html.tag("p", f"The story budget follows {window} until you set one.", style="color:#555;margin:.2em 0")
+
+
+def connection_html(report, budget_follows: bool = False) -> Html:
     """The connection report, with one change of tone: a verified window smaller
     than the budget is how every small local model runs (prompts are built to
-    the window), so it is a note, not an orange warning."""
+    the window), so it is a note, not an orange warning; and while the budget
+    follows the window, it is simply what happens."""
     if not report.warning:
         return report._repr_html_()
     window = report.window or {}
-    routine = bool(window.get("verified")) and report.reachable and (window.get("tokens") or 0) < report.budget
+    tokens = window.get("tokens") or 0
+    routine = bool(window.get("verified")) and report.reachable and tokens < report.budget
     if not routine:
         return report._repr_html_()
     plain = type(report)(**{**report.__dict__, "warning": None})._repr_html_()
-    note = html.tag("p", f"Note: {report.warning} That is expected for this model; lower the budget to the window "
-                         "to make it explicit.", cls="sw-note", style="color:#555")
-    return plain + note
+    words = (f"The story budget follows the window: prompts are built to its {tokens:,} tokens."
+             if budget_follows else
+             f"Note: {report.warning} That is expected for this model; lower the story budget to the window "
+             "to make it explicit.")
+    return plain + html.tag("p", words, cls="sw-note", style="color:#555")

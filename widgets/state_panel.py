@@ -1,7 +1,9 @@
-"""State: the narrative state where the story is being read, and a form to
-correct it. A correction is one typed event (the same vocabulary the
-narrator uses), applied with `camp.correct`; the reader's word outranks the
-story's, and a refused event comes back with the reason."""
+"""State: the narrative state where the story is being read, as a player
+reads it (the scene, who is where, what each one carries, what is known,
+open threads), and behind "Correct…" a form to change it. A correction is
+one typed event (the same vocabulary the narrator uses), applied with
+`camp.correct`; the reader's word outranks the story's, and a refused event
+comes back with the reason."""
 from __future__ import annotations
 
 import json
@@ -16,7 +18,7 @@ from engine.narrative.events import LABELS, SPECS, fields_of
 from .common import Message
 from .runner import describe_error
 
-__all__ = ["StatePanel", "event_from_form"]
+__all__ = ["StatePanel", "event_from_form", "state_html"]
 
 _HINTS = {"key": "a short key, e.g. silver-key", "text": "words", "value": "a word, number or true/false",
           "labels": "keys separated by commas"}
@@ -55,8 +57,9 @@ class StatePanel(w.VBox):
     def __init__(self, camp: Campaign):
         self.camp = camp
         self.body = w.HTML()
-        self.kind = w.Dropdown(description="Correct", options=[(f"{name} — {spec['summary']}", name)
-                                                              for name, spec in SPECS.items()],
+        self.body.add_class("sw-state")
+        self.kind = w.Dropdown(description="Change", options=[(f"{name} — {spec['summary']}", name)
+                                                             for name, spec in SPECS.items()],
                                value="add_fact", layout=w.Layout(width="100%", max_width="40em"))
         self.form = w.VBox()
         self.fields: dict[str, w.Text] = {}
@@ -64,15 +67,23 @@ class StatePanel(w.VBox):
                            layout=w.Layout(width="100%", max_width="40em"))
         self.apply = w.Button(description="Apply correction", button_style="primary", layout=w.Layout(width="auto"))
         self.refresh_button = w.Button(description="Refresh", layout=w.Layout(width="auto"))
+        self.open_form = w.ToggleButton(description="Correct…", layout=w.Layout(width="auto"),
+                                        tooltip="Change the state by hand: the narrator's events, typed by you.")
         self.message = Message()
         self._lock = threading.Lock()
-        super().__init__([self.body, self.kind, self.form, self.note,
-                          w.HBox([self.apply, self.refresh_button]), self.message])
+        self.correction = w.VBox([self.kind, self.form, self.note, self.apply])
+        self.correction.layout.display = "none"
+        self.correction.add_class("sw-correction")
+        super().__init__([self.body, w.HBox([self.open_form, self.refresh_button]), self.correction, self.message])
         self.kind.observe(lambda _: self._build_form(), "value")
         self.apply.on_click(lambda _: self.correct())
         self.refresh_button.on_click(lambda _: self.refresh())
+        self.open_form.observe(lambda change: self._show_form(change["new"]), "value")
         self._build_form()
         self.refresh()
+
+    def _show_form(self, shown: bool) -> None:
+        self.correction.layout.display = "" if shown else "none"
 
     def _build_form(self) -> None:
         spec = SPECS[self.kind.value]
@@ -105,9 +116,7 @@ class StatePanel(w.VBox):
             except Exception as exc:  # noqa: BLE001 - shown in place
                 self.body.value = html.tag("p", describe_error(exc), style="color:#b00020")
                 return
-            self.body.value = (_listing(state) if state else
-                               html.tag("p", "No narrative state recorded at this point of the story yet. "
-                                        "Corrections below start it.", style="color:#888"))
+            self.body.value = state_html(state)
 
 
 def _listing(value) -> Html:
@@ -122,3 +131,76 @@ def _listing(value) -> Html:
     if isinstance(value, str):
         return html.text(value)
     return html.text(json.dumps(value, default=str))
+
+
+def state_html(state: dict) -> Html:
+    """The state in a player's words: the scene, who is where and carries
+    what, what is known, open threads; every name and value escaped."""
+    state = state if isinstance(state, dict) else {}
+    entities = state.get("entities") if isinstance(state.get("entities"), dict) else {}
+
+    def name(key) -> str:
+        entity = entities.get(key)
+        return str(entity.get("name") or key) if isinstance(entity, dict) else str(key)
+
+    sections = []
+    scene = state.get("scene") if isinstance(state.get("scene"), dict) else {}
+    if scene.get("summary") or scene.get("location"):
+        where = f" at {name(scene['location'])}" if scene.get("location") else ""
+        present = [name(k) for k in scene.get("present") or []]
+        here = f" Present: {', '.join(present)}." if present else ""
+        sections.append(("Now", html.text(f"{scene.get('summary') or ''}{where}.{here}".strip(" ."))))
+    carried: dict[str, list[str]] = {}
+    for item, owner in (state.get("possessions") or {}).items():
+        carried.setdefault(str(owner), []).append(name(item))
+    people = []
+    for key, entity in entities.items():
+        if not isinstance(entity, dict) or entity.get("type") in ("place", "item"):
+            continue
+        bits = [f"at {name(entity['location'])}"] if entity.get("location") else []
+        if carried.get(key):
+            bits.append("carries " + ", ".join(carried[key]))
+        if entity.get("status") not in (None, "", "active"):
+            bits.append(str(entity["status"]))
+        line = html.tag("b", name(key)) + (html.text(" — " + "; ".join(bits)) if bits else "")
+        if entity.get("description"):
+            line += html.tag("span", f" ({entity['description']})", style="color:#666")
+        people.append(line)
+    if people:
+        sections.append(("Who", _items(people)))
+    places = [name(k) for k, e in entities.items() if isinstance(e, dict) and e.get("type") == "place"]
+    if places:
+        sections.append(("Places", html.text(", ".join(places))))
+    loose = [name(k) for k, e in entities.items() if isinstance(e, dict) and e.get("type") == "item"
+             and k not in (state.get("possessions") or {})]
+    if loose:
+        sections.append(("Things nobody carries", html.text(", ".join(loose))))
+    facts = [f for f in state.get("facts") or [] if isinstance(f, dict) and f.get("status", "active") == "active"]
+    if facts:
+        sections.append(("Known", _items([html.text(_fact(f, name)) for f in facts])))
+    ties = [r for r in state.get("relationships") or [] if isinstance(r, dict) and r.get("status", "active") == "active"]
+    if ties:
+        sections.append(("Ties", _items([html.text(f"{name(r.get('source'))} {r.get('label', '')} "
+                                                   f"{name(r.get('target'))}") for r in ties])))
+    threads = [t for t in (state.get("threads") or {}).values() if isinstance(t, dict) and t.get("status") == "open"]
+    if threads:
+        sections.append(("Open threads", _items([html.text(str(t.get("title", ""))) for t in threads])))
+    if not sections:
+        return html.tag("p", "Nothing recorded yet at this point of the story: the narrator's state events (or "
+                             "your corrections, under Correct…) fill this in.", style="color:#888")
+    return Html("").join(html.tag("div", html.tag("b", title, style="color:#555") + html.tag("div", body),
+                                  style="margin:.2em 0 .5em 0") for title, body in sections)
+
+
+def _items(lines) -> Html:
+    return html.tag("ul", Html("").join(html.tag("li", line) for line in lines), style="margin:.1em 0")
+
+
+def _fact(fact: dict, name) -> str:
+    words = [name(fact["subject"])] if fact.get("subject") else []
+    words.append(str(fact.get("predicate", "")))
+    if fact.get("object"):
+        words.append(name(fact["object"]))
+    if "value" in fact and fact["value"] not in (None, ""):
+        words.append(f"= {fact['value']}")
+    return " ".join(words)

@@ -13,15 +13,17 @@ no JavaScript, which ipywidgets' HTML would not run anyway.
 """
 from __future__ import annotations
 
+import re
 import threading
 import time
+from dataclasses import dataclass
 
 import ipywidgets as w
 
 from engine import display, html
 from engine.html import Html
 
-__all__ = ["StoryView"]
+__all__ = ["Cut", "PassageEditor", "StoryView", "last_sentence_end"]
 
 # A very long story is still one click away in the transcript; the live view
 # shows its end so a turn never sends megabytes to the browser.
@@ -33,6 +35,57 @@ TICK_SECONDS = 1.0
 _BOX = "max-width:46em;line-height:1.5"
 _LIVE = "white-space:pre-wrap;margin:0 0 .6em 0"
 _WAITING = "color:#666;font-style:italic"
+_CUT = "color:#8a5a00;font-size:85%;margin:-.3em 0 .6em 0"
+_EDIT_TIP = {"narrator": "Edit this narration where it stands (it becomes a new take; the original is kept).",
+             "player": "Edit your line where it stands: it becomes a new take and the narrator answers it afresh.",
+             "direction": "Edit this direction where it stands: it becomes a new take and the narrator answers it "
+                          "afresh."}
+# Where a sentence may end: a stop, then any closing quotes or brackets.
+_SENTENCE_END = re.compile(r"[.!?…][\"'”’)\]]*(?=\s|$)")
+
+
+def last_sentence_end(text: str) -> int:
+    """Where the last complete sentence of `text` ends (0 when none does)."""
+    ends = [m.end() for m in _SENTENCE_END.finditer(text)]
+    return ends[-1] if ends else 0
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A narration stopped by the reply length: `shown` is what the view
+    shows (its last complete sentence), `tail` what is kept beyond it."""
+
+    node_id: int
+    shown: str
+    tail: str
+
+    @classmethod
+    def of(cls, node_id: int, text: str, tail: str = "") -> Cut:
+        """From the engine's cut-off `tail` when it gives one, else from the
+        last complete sentence of `text` (the whole text if none ends)."""
+        if tail and text.endswith(tail) and text[: -len(tail)].strip():
+            return cls(node_id, text[: -len(tail)].rstrip(), tail)
+        end = last_sentence_end(text)
+        if tail or not end:  # the engine already trimmed the text, or no sentence ends
+            return cls(node_id, text, tail)
+        return cls(node_id, text[:end], text[end:])
+
+
+class PassageEditor:
+    """A larger editor with Save and Cancel, shown where the passage stood."""
+
+    def __init__(self):
+        self.text = w.Textarea(rows=6, layout=w.Layout(width="100%"),
+                               tooltip="Ctrl+Enter saves; Escape cancels.")
+        self.save = w.Button(description="Save", button_style="primary", tooltip="Save as a new take (Ctrl+Enter).",
+                             layout=w.Layout(width="auto"))
+        self.cancel = w.Button(description="Cancel", tooltip="Leave the passage as it was (Escape).",
+                               layout=w.Layout(width="auto"))
+        self.save.add_class("sw-editor-save")
+        self.cancel.add_class("sw-editor-cancel")
+        self.widget = w.VBox([self.text, w.HBox([self.save, self.cancel])],
+                             layout=w.Layout(max_width="46em", margin="0 0 .6em 0", display="none"))
+        self.widget.add_class("sw-editor")
 
 
 class StoryView:
@@ -43,6 +96,12 @@ class StoryView:
         self.max_entries = max_entries
         self.title = w.HTML(html.tag("h3", title or "Untitled campaign", style="margin:.2em 0 .4em 0"))
         self.passages = w.HTML()
+        self.passages.add_class("sw-passages")
+        self.after = w.HTML()  # the passages below one being edited
+        self.editor = PassageEditor()
+        self.editing: int | None = None
+        self._entries: list = []
+        self._cut: Cut | None = None
         self.live = w.HTML()
         self.live.add_class("sw-live")
         self.notice = w.HTML()
@@ -51,7 +110,8 @@ class StoryView:
         self.reasoning_box = w.Accordion(children=[self.reasoning], titles=("Reasoning",), selected_index=None)
         self.reasoning_box.layout.display = "none"
         # Children are listed newest-first because the box is column-reverse.
-        self.scroller = w.Box([self.reasoning_box, self.notice, self.live, self.passages],
+        self.scroller = w.Box([self.reasoning_box, self.notice, self.live, self.after, self.editor.widget,
+                               self.passages],
                               layout=w.Layout(display="flex", flex_flow="column-reverse", max_height="60vh",
                                               min_height="8em", overflow="auto"))
         self.scroller.add_class("story-workbench-story")
@@ -66,17 +126,64 @@ class StoryView:
         self._live_lock = threading.Lock()
 
     # ------------------------------------------------------------ finished story
-    def show(self, entries, reasoning: str | None = None) -> None:
-        """Render the story being read (once per turn or head move, never per token)."""
-        hidden = max(0, len(entries) - self.max_entries)
-        note = html.tag("p", f"{hidden} earlier passages are not shown here; the transcript (display the campaign) "
-                             "has them all.", style="color:#888;font-size:85%") if hidden else ""
-        body = display.entries_html(entries[hidden:]) or display.not_started_html()
-        self.passages.value = html.tag("div", note + body, style=_BOX)
+    def show(self, entries, reasoning: str | None = None, cut: Cut | None = None) -> None:
+        """Render the story being read (once per turn or head move, never per token).
+
+        Each passage carries an Edit mark (widgets/keys.py hears its click)
+        and its node id in a class name. `cut` marks the newest narration as
+        stopped by the reply length: the view ends it at its last complete
+        sentence (the stored text is whole) and says so."""
+        self._entries, self._cut = list(entries), cut
+        self._render()
         with self._live_lock:
             self._waiting = None
             self.live.value = ""
         self._set_reasoning(reasoning or "")
+
+    def edit_in_place(self, node_id: int, text: str) -> bool:
+        """Open the editor where passage `node_id` stands; False if it is not shown."""
+        if not any(e.id == node_id for e in self._entries[-self.max_entries:]):
+            return False
+        self.editing = node_id
+        self.editor.text.value = text
+        self.editor.text.rows = max(4, min(18, len(text) // 70 + text.count("\n") + 2))
+        self._render()
+        return True
+
+    def close_editor(self) -> None:
+        self.editing = None
+        self._render()
+
+    def _render(self) -> None:
+        entries = self._entries
+        hidden = max(0, len(entries) - self.max_entries)
+        note = html.tag("p", f"{hidden} earlier passages are not shown here; the transcript (display the campaign) "
+                             "has them all.", style="color:#888;font-size:85%") if hidden else ""
+        shown = entries[hidden:]
+        at = next((i for i, e in enumerate(shown) if e.id == self.editing), None)
+        if at is None:
+            self.editing = None
+            body = self._passages(shown) or display.not_started_html()
+            self.passages.value = html.tag("div", note + body, style=_BOX)
+            self.after.value = ""
+            self.editor.widget.layout.display = "none"
+            return
+        self.passages.value = html.tag("div", note + self._passages(shown[:at]), style=_BOX)
+        self.after.value = html.tag("div", self._passages(shown[at + 1:]), style=_BOX) if at + 1 < len(shown) else ""
+        self.editor.widget.layout.display = ""
+
+    def _passages(self, entries) -> Html:
+        return Html("").join(self._passage(e) for e in entries)
+
+    def _passage(self, entry) -> Html:
+        cut = self._cut if self._cut is not None and self._cut.node_id == entry.id else None
+        if cut is not None:
+            entry = _Shown(entry, cut.shown)
+        mark = (html.tag("span", "✎ Edit", cls="sw-edit-mark", role="button", title=_EDIT_TIP[entry.kind])
+                if entry.kind in _EDIT_TIP else "")
+        flag = html.tag("div", "✂ Cut at the reply length: the rest of the sentence is kept. Continue finishes it.",
+                        cls="sw-cut-mark", style=_CUT) if cut is not None else ""
+        return html.tag("div", display.entries_html([entry]) + flag + mark, cls=f"sw-passage sw-node-{entry.id}")
 
     # ------------------------------------------------------------ the live passage
     def begin(self, line: str = "", kind: str = "player") -> None:
@@ -135,7 +242,7 @@ class StoryView:
     def _live_html(self) -> Html:
         if self._waiting is not None:
             seconds = int(time.monotonic() - self._since)
-            clock = f" ({seconds} s)" if seconds >= 1 else ""
+            clock = f" · {seconds} s since you sent" if seconds >= 1 else ""
             body = html.tag("span", self._waiting + clock, role="status", style=_WAITING)
         else:
             body = self._streamed + html.tag("span", " ▍", style="color:#888")
@@ -151,6 +258,14 @@ class StoryView:
     def waiting(self) -> str | None:
         """What the view says it is waiting for, or None once words arrive or the turn ends."""
         return self._waiting
+
+
+class _Shown:
+    """An entry shown with other text (a cut narration ends at its last sentence)."""
+
+    def __init__(self, entry, text: str):
+        self.id, self.kind, self.text = entry.id, entry.kind, text
+        self.take, self.takes, self.edited = entry.take, entry.takes, entry.edited
 
 
 class _Line:

@@ -324,6 +324,8 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
         "history": {**info, "total": history.total},
         "estimate": estimate,
         "cards": [],
+        # Inside the history section (AUTHORS_NOTE_DEPTH lines from its end); counted here too.
+        "authors_note": {"tokens": tokens.count(note) if note else 0, "depth": AUTHORS_NOTE_DEPTH if note else None},
         "memories": {**inputs.memory_report, "dropped_for_budget": [d for d in live_dropped if d["section"] == "memories"]},
         "live_dropped": live_dropped,
         "summary": dict(inputs.summary_info),

@@ -59,19 +59,52 @@ def test_retry_and_the_take_selector(app, camp):
     assert "Narration 2." in story(app)
 
 
-def test_edit_puts_the_narration_in_the_box_and_saves_a_new_take(app, camp):
+def test_edit_opens_a_larger_editor_where_the_narration_stands_and_saves_a_new_take(app, camp):
     app.controls.text.value = "my draft"
     app.controls.continue_.click()
     app.controls.edit.click()
-    assert app.controls.text.value == "Narration 1." and app.controls.send.description == "Save edit"
+    editor = app.story.editor
+    assert editor.text.value == "Narration 1." and editor.widget.layout.display == ""
+    assert editor.text.rows >= 4 and app.controls.text.value == "my draft"  # the draft stays in its box
     assert app.controls.undo.disabled and "Finish or cancel the edit" in app.controls.undo.tooltip
-    app.controls.text.value = "The tide comes in."
-    app.controls.send.click()
+    assert app.controls.send.disabled  # a turn would move the story under the open editor
+    editor.text.value = "The tide comes in."
+    editor.save.click()
     assert texts(camp)[-1] == "The tide comes in." and "(edited)" in story(app)
-    assert camp.history()[-1].takes == 2 and app.controls.text.value == "my draft"
+    assert camp.history()[-1].takes == 2 and editor.widget.layout.display == "none"
+    assert "new take" in app.controls.status.value and app.controls.text.value == "my draft"
     app.controls.edit.click()
-    app.controls.edit.click()  # Cancel edit gives the draft back
-    assert app.controls.text.value == "my draft" and app.controls.send.description == "Send"
+    app.controls.edit.click()  # the button reads Cancel edit while the editor is open
+    assert editor.widget.layout.display == "none" and "cancelled" in app.controls.status.value
+    assert texts(camp)[-1] == "The tide comes in."
+
+
+def test_any_passage_is_edited_where_it_stands(app, camp):
+    """The editor opens between the passages before and after the one edited."""
+    app.send("go in")
+    app.send("go deeper")
+    first = [e for e in camp.history() if e.kind == "narrator"][0]
+    app.keys._received(app.keys, {"action": "edit", "id": first.id}, [])
+    assert app.story.editor.text.value == first.text
+    assert "go in" in app.story.passages.value and "go deeper" not in app.story.passages.value
+    assert "go deeper" in app.story.after.value  # the rest of the story, below the editor
+    app.keys._received(app.keys, {"action": "cancel_edit"}, [])  # Escape
+    assert app.story.after.value == "" and "go deeper" in story(app)
+
+
+def test_a_player_line_is_edited_in_place_and_answered_afresh(app, camp):
+    """Your own line becomes a new take; the narrator answers it; the original line keeps its future."""
+    app.send("go in")
+    app.send("go deeper")
+    line = [e for e in camp.history() if e.kind == "player"][-1]
+    app.keys._received(app.keys, {"action": "edit", "id": line.id}, [])
+    assert app.story.editor.text.value == "> You go deeper."
+    app.keys._received(app.keys, {"action": "save_edit", "text": "I turn back"}, [])  # Ctrl+Enter
+    kinds = [(e.kind, e.text) for e in camp.history()]
+    assert kinds[-2] == ("player", "> I turn back.") and kinds[-1][0] == "narrator"
+    assert "go deeper" not in story(app) and "I turn back" in story(app)
+    assert "Written" in app.controls.status.value
+    assert [t.text for t in camp.takes(line.id)] == ["> You go deeper.", "> I turn back."]  # the original is kept
 
 
 def test_controls_are_enabled_exactly_when_they_apply(app, camp):

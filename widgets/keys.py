@@ -1,0 +1,114 @@
+"""The app's hands in the browser: the keys and clicks plain ipywidgets cannot hear.
+
+ipywidgets' Textarea has no keyboard events and its HTML runs no script, so
+one small anywidget (front-end code kept in this file, no build step) sits
+invisibly inside the app and listens to the page around it:
+
+- Enter in the input box sends; Shift+Enter is a new line (as in SillyTavern);
+- Escape stops a narration in progress (and cancels an open editor);
+- Ctrl+Enter in a passage editor saves it;
+- a click on a passage's "Edit" mark asks to edit that passage where it stands;
+- once, when the app first appears, it is scrolled into view and kept there
+  until the reader scrolls or types (Run All otherwise ends at the bottom of
+  the notebook, below the app).
+
+Every message names an action; `KeyBridge.on_action(fn)` hands it to the app
+as `fn(action, content)`. Nothing the narrator wrote ever reaches this code as
+anything but text: passage ids travel as numbers in class names.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import anywidget
+import traitlets
+
+__all__ = ["ACTIONS", "KeyBridge"]
+
+ACTIONS = ("send", "stop", "edit", "save_edit", "cancel_edit")
+
+_ESM = r"""
+function render({ model, el }) {
+  el.classList.add("sw-keys");
+  el.style.display = "none";
+  const app = () => el.closest(".story-workbench-app");
+  const inApp = (target) => { const a = app(); return a && target instanceof Node && a.contains(target); };
+  const enabled = (selector) => { const b = app()?.querySelector(selector); return b && !b.disabled; };
+
+  function onKey(e) {
+    if (!inApp(e.target) || e.isComposing) return;
+    const editor = e.target.closest?.(".sw-editor");
+    if (e.key === "Escape") {
+      if (editor) { model.send({ action: "cancel_edit" }); }
+      else if (enabled(".sw-stop")) { model.send({ action: "stop" }); }
+      else return;
+      e.preventDefault(); e.stopPropagation();
+      return;
+    }
+    if (e.key !== "Enter") return;
+    if (editor && (e.ctrlKey || e.metaKey)) {
+      model.send({ action: "save_edit", text: e.target.value ?? "" });
+      e.preventDefault(); e.stopPropagation();
+      return;
+    }
+    const input = e.target.closest?.(".sw-input");
+    if (input && e.target.tagName === "TEXTAREA" && !e.shiftKey && !e.altKey) {
+      e.preventDefault(); e.stopPropagation();
+      if (!e.target.disabled && e.target.value.trim()) model.send({ action: "send", text: e.target.value });
+    }
+  }
+
+  function onClick(e) {
+    if (!inApp(e.target)) return;
+    const mark = e.target.closest?.(".sw-edit-mark");
+    if (!mark) return;
+    const passage = mark.closest(".sw-passage");
+    const found = passage && [...passage.classList].find((c) => /^sw-node-\d+$/.test(c));
+    if (found) { model.send({ action: "edit", id: Number(found.slice(8)) }); e.preventDefault(); }
+  }
+
+  // Keep the app in view once it first appears, until the reader takes over.
+  let guarding = true;
+  const release = () => { guarding = false; };
+  const keepInView = () => {
+    const a = app();
+    if (!guarding || !a) return;
+    const r = a.getBoundingClientRect();
+    if (r.bottom < 80 || r.top > window.innerHeight - 80) a.scrollIntoView({ block: "start" });
+  };
+  const timer = setInterval(keepInView, 250);
+  const stopGuard = setTimeout(() => { guarding = false; clearInterval(timer); }, model.get("guard_ms"));
+  window.addEventListener("keydown", onKey, true);
+  document.addEventListener("click", onClick, true);
+  for (const ev of ["wheel", "touchstart", "mousedown"]) window.addEventListener(ev, release, true);
+  return () => {
+    clearInterval(timer); clearTimeout(stopGuard);
+    window.removeEventListener("keydown", onKey, true);
+    document.removeEventListener("click", onClick, true);
+    for (const ev of ["wheel", "touchstart", "mousedown"]) window.removeEventListener(ev, release, true);
+  };
+}
+export default { render };
+"""
+
+
+class KeyBridge(anywidget.AnyWidget):
+    """An invisible widget that turns keys and clicks in the app into actions."""
+
+    _esm = _ESM
+    # How long the app is kept in view after it first appears, unless the
+    # reader scrolls first: long enough for Run All of the play notebook.
+    guard_ms = traitlets.Int(30_000).tag(sync=True)
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._handler: Callable[[str, dict], None] | None = None
+        self.on_msg(self._received)
+
+    def on_action(self, handler: Callable[[str, dict], None]) -> None:
+        self._handler = handler
+
+    def _received(self, _widget, content, _buffers) -> None:
+        action = content.get("action") if isinstance(content, dict) else None
+        if action in ACTIONS and self._handler is not None:
+            self._handler(action, content)
