@@ -7,8 +7,14 @@
 """
 from .campaign import Campaign
 from .errors import (
+    BackupError,
+    BundleRefused,
+    CardRefused,
+    ContextOverflow,
+    KnowledgeRefused,
     NarratorError,
     NarratorUnavailable,
+    NotADatabase,
     NotAllowed,
     NotFound,
     SchemaTooNew,
@@ -22,10 +28,16 @@ from .views import Entry, SavePoint, Turn
 from .workbench import Workbench
 
 __all__ = [
+    "BackupError",
+    "BundleRefused",
     "Campaign",
+    "CardRefused",
+    "ContextOverflow",
     "Entry",
+    "KnowledgeRefused",
     "NarratorError",
     "NarratorUnavailable",
+    "NotADatabase",
     "NotAllowed",
     "NotFound",
     "SavePoint",

@@ -9,25 +9,35 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from sqlalchemy import select
 
 from . import display, narrative
+from .bundle import facade
 from .errors import NotAllowed, NotFound
-from .store import CampaignRow, NodeRow, TurnRecordRow
+from .knowledge import Library
+from .memory import current
+from .memory.derived import running, status, status_frame, wait
+from .memory.summary import SummaryRow
+from .memory.summary import record as record_summary
+from .memory.view import MemoryBank
+from .store import CampaignRow, Database, NodeRow
 from .store.narrative_tables import StateEventRow
 from .story import StoryTree, savepoints
-from .turns import TurnRequest, campaign_lock, record, run_turn
+from .story.lineage import path_to
+from .turns import TurnRequest, busy, campaign_lock, dry_run, record, run_turn
 from .turns.record import SECTION_COLUMNS  # noqa: F401  (experiments/accounting.py reads it here)
 from .turns.write import Take, write_state, write_turn
 from .views import Entry, SavePoint, Turn
 
 if TYPE_CHECKING:
-    from .workbench import Workbench
+    from .providers import Narrator
+    from .providers.embedders import Embedder
+    from .settings import Settings
 
-__all__ = ["Campaign"]
+__all__ = ["Campaign", "Services"]
 
 TextCallback = Callable[[str], None] | None
 
@@ -51,16 +61,36 @@ class Correction:
         return self.message
 
 
+@dataclass(frozen=True)
+class Services:
+    """What a campaign plays with, handed to it by whoever opened the file:
+    the database, and callables for what can be reconfigured between turns
+    (narrator, settings, embedder) and for the derived work after a turn."""
+
+    db: Database
+    narrator: Callable[[], Narrator]
+    settings: Callable[[], Settings]
+    embedder: Callable[[], Embedder | None]
+    after_turn: Callable[[int], None]
+    background: bool = True  # derived work in a thread (False: inline, for experiments)
+    owner: Any = None  # the Workbench, for notebooks (`camp.workbench`); never called from here
+
+
 class Campaign:
-    def __init__(self, workbench: Workbench, campaign_id: int):
-        self.workbench = workbench
+    def __init__(self, services: Services, campaign_id: int):
+        self.services = services
         self.id = campaign_id
         self._cancel: threading.Event | None = None
+
+    @property
+    def workbench(self):
+        """The Workbench that opened this campaign (for notebooks and users' code)."""
+        return self.services.owner
 
     # ------------------------------------------------------------ plumbing
     @property
     def _db(self):
-        return self.workbench.db
+        return self.services.db
 
     def _lock(self, doing: str):
         return campaign_lock(str(self._db.path), self.id, doing)
@@ -114,8 +144,6 @@ class Campaign:
 
     @property
     def busy(self) -> bool:
-        from .turns import busy
-
         return busy(str(self._db.path), self.id)
 
     # ------------------------------------------------------------ playing
@@ -124,15 +152,15 @@ class Campaign:
         with self._lock("start another turn"):
             self._cancel = threading.Event()
             try:
-                node_id = run_turn(
-                    self._db, self.id, self.workbench.narrator, self.workbench.settings, request,
+                turn = run_turn(
+                    self._db, self.id, self.services.narrator(), self.services.settings(), request,
                     on_text=on_text, on_reasoning=on_reasoning, cancel=self._cancel,
-                    embedder=self.workbench.embedder_or_none(), on_status=on_status,
+                    embedder=self.services.embedder(), on_status=on_status,
                 )
             finally:
                 self._cancel = None
-        self.workbench.after_turn(self.id)
-        return self.turn(node_id)
+        self.services.after_turn(self.id)
+        return turn
 
     def act(self, text: str, *, on_text: TextCallback = None, on_reasoning: TextCallback = None,
                        on_status: TextCallback = None) -> Turn:
@@ -157,11 +185,9 @@ class Campaign:
     def context(self, text: str | None = None, *, mode: str | None = None):
         """Dry run: the report the next turn would be built with (an `act` of
         `text` if given, else a continue). Calls no model and loads none."""
-        from .turns import dry_run
-
         request = TurnRequest(mode or ("act" if text else "continue"), text or "")
-        return dry_run(self._db, self.id, self.workbench.narrator, self.workbench.settings, request,
-                       self.workbench.embedder_or_none()).report
+        return dry_run(self._db, self.id, self.services.narrator(), self.services.settings(), request,
+                       self.services.embedder()).report
 
     # ------------------------------------------------------------ narrative state
     def correct(self, events, note: str = "") -> Correction:
@@ -207,72 +233,53 @@ class Campaign:
     def export(self, path):
         """The whole campaign as one JSON file (no machine settings travel); reports its
         size and whether this version can import it back."""
-        from .bundle.facade import export_campaign, machine_text
-
-        scrubbed = machine_text(self._db.path, self.workbench.settings.endpoint_url)
-        return export_campaign(self._db, self.id, path, machine_text=scrubbed)
+        scrubbed = facade.machine_text(self._db.path, self.services.settings().endpoint_url)
+        return facade.export_campaign(self._db, self.id, path, machine_text=scrubbed)
 
     def story_cards(self) -> pd.DataFrame:
         """Story cards (AI Dungeon / SillyTavern world info) kept as campaign data."""
-        from .bundle.facade import story_cards
-
-        return story_cards(self._db, self.id)
+        return facade.story_cards(self._db, self.id)
 
     def add_story_card(self, title: str = "", keys=(), entry: str = "", **fields) -> int:
         """A card that enters the prompt when a key appears in the recent story
         or your input (constant=True: always); its id."""
-        from .bundle.facade import add_story_card
-
-        return add_story_card(self._db, self.id, title=title, keys=keys, entry=entry, **fields)
+        return facade.add_story_card(self._db, self.id, title=title, keys=keys, entry=entry, **fields)
 
     def edit_story_card(self, card_id: int, **changes):
-        from .bundle.facade import edit_story_card
-
-        return edit_story_card(self._db, self.id, card_id, **changes)
+        return facade.edit_story_card(self._db, self.id, card_id, **changes)
 
     def delete_story_card(self, card_id: int) -> None:
-        from .bundle.facade import delete_story_card
-
-        delete_story_card(self._db, self.id, card_id)
+        facade.delete_story_card(self._db, self.id, card_id)
 
     # ------------------------------------------------------------ knowledge
     @property
     def knowledge(self):
         """The imported knowledge library: add, list, passages, reclassify, enable /
         disable, hide / show, always_include, delete, reindex, status."""
-        from .knowledge import Library
-
-        return Library(self._db, self.id, self.workbench.embedder_or_none)
+        return Library(self._db, self.id, self.services.embedder, settings=self.services.settings,
+                       background=self.services.background)
 
     # ------------------------------------------------------------ memory
     @property
     def memories(self):
         """The memory bank (all of it, forgotten ones included): a DataFrame via
         `.frame()`, and pin / unpin / edit / delete / add."""
-        from .memory.view import MemoryBank
-
         return MemoryBank(self._db, self.id)
 
     @property
     def summary(self) -> str:
         """The story summary valid where the story is being read ("" if none yet)."""
-        from .memory import current
-
         with self._db.reading() as s:
             row = current(s, self._tree(s).path())
             return row.text if row else ""
 
     def set_summary(self, text: str) -> None:
         """Your own summary, anchored at the head like a generated one."""
-        from .memory.summary import record
-
-        self._change("set the summary", lambda tree: record(tree.session, tree.campaign, text,
+        self._change("set the summary", lambda tree: record_summary(tree.session, tree.campaign, text,
                                                                 source_start=None, trigger="manual"))
 
     def summaries(self) -> pd.DataFrame:
         """Every summary ever written, with whether it applies at the head."""
-        from .memory.summary import SummaryRow
-
         with self._db.reading() as s:
             path = self._tree(s).path()
             rows = s.scalars(select(SummaryRow).where(SummaryRow.campaign_id == self.id).order_by(SummaryRow.id)).all()
@@ -283,22 +290,16 @@ class Campaign:
 
     def derived(self) -> pd.DataFrame:
         """ok / idle / failed for each kind of derived work, with the reason."""
-        from .memory.derived import status, status_frame
-
         with self._db.reading() as s:
             return status_frame(status(s, self.id))
 
     @property
     def deriving(self) -> bool:
         """Whether memories, summary or embeddings are being worked out in the background."""
-        from .memory.derived import running
-
         return running(self._db, self.id)
 
     def wait_derived(self, timeout: float | None = None) -> None:
         """Block until background derived work for this campaign has finished."""
-        from .memory.derived import wait
-
         wait(self._db, self.id, timeout)
 
     def stop(self) -> None:
@@ -354,8 +355,8 @@ class Campaign:
             before = tree.node_at(node.depth - 1, tree_path(tree, node)) if node.depth > 0 else None
             state = dict(before.state_after or {}) if before is not None else {}
             take = Take(extraction.prose.strip(), text, state, extraction, retry_of=node.id, edited=True)
-            return write_turn(tree.session, tree.campaign, take).id
-        return self.turn(self._change("edit", go))
+            return write_turn(tree.session, tree.campaign, take)
+        return self._change("edit", go)
 
     def save_point(self, name: str, note: str = "") -> SavePoint:
         return self._change("make a save point", lambda tree: _save_point(savepoints.create(tree, name, note)))
@@ -382,31 +383,21 @@ class Campaign:
             return [_entry(n, *counts.get(n.id, (1, 1))) for n in nodes]
 
     def turn(self, node_id: int) -> Turn:
+        """The record of one take (its report read when first asked for)."""
         with self._db.reading() as s:
             tree = self._tree(s)
             node = tree.node(node_id)
             takes = tree.takes(node)
-            row = s.get(TurnRecordRow, node_id)
+            row = next(record.stored_rows(s, [node_id]), None)
             parent = s.get(NodeRow, node.parent_id) if node.parent_id else None
-            return Turn(
-                id=node.id,
-                text=node.text,
-                depth=node.depth,
-                input=parent.text if parent is not None and parent.kind in ("player", "direction") else None,
-                reasoning=node.reasoning,
-                take=[t.id for t in takes].index(node.id) + 1,
-                takes=len(takes),
-                narrator=row.narrator if row else "",
-                usage=dict(row.usage or {}) if row else {},
-                accounting=dict(row.accounting or {}) if row else {},
-                window=dict(row.window or {}) if row else {},
-                timings=dict(row.timings or {}) if row else {},
-                load_report=lambda: self._report(node_id),
-            )
+            return record.from_row(
+                node, row, input=parent.text if parent is not None and parent.kind in ("player", "direction") else None,
+                take=[t.id for t in takes].index(node.id) + 1, takes=len(takes),
+                report_from=lambda: self._report(node_id))
 
     def _report(self, node_id: int):
         with self._db.reading() as s:
-            return record.load(s, self._tree(s).node(node_id)).report
+            return record.load_report(s, self._tree(s).node(node_id))
 
     def records(self, *, takes: str = "played") -> pd.DataFrame:
         """One row per narration: `takes="played"` (the default) covers the story
@@ -424,7 +415,7 @@ class Campaign:
                                                                                                      NodeRow.id)))
             by_id = {n.id: n for n in nodes}
             narrations = [n for n in nodes if n.kind == "narrator"]
-            rows = {r.node_id: r for r in _records_of(s, [n.id for n in narrations])}
+            rows = {r.node_id: r for r in record.stored_rows(s, [n.id for n in narrations])}
             missing = {n.parent_id for n in narrations if n.parent_id not in by_id and n.parent_id is not None}
             by_id.update({n.id: n for n in s.scalars(select(NodeRow).where(NodeRow.id.in_(missing)))})
             counts = _take_counts(s, self.id, narrations)
@@ -526,11 +517,6 @@ STORY_COLUMNS = ["turn", "node_id", "depth", "mode", "input", "text", "words", "
                  "created_at"]
 
 
-def _records_of(session, node_ids: list[int]):
-    for i in range(0, len(node_ids), 500):  # SQLite's bound-parameter limit
-        yield from session.scalars(select(TurnRecordRow).where(TurnRecordRow.node_id.in_(node_ids[i:i + 500])))
-
-
 def _record_row(turn, node, parent, row, take_count, on_path: bool) -> dict:
     mode = {"player": "act", "direction": "direct"}.get(parent.kind, "continue") if parent else "continue"
     story = {
@@ -541,8 +527,7 @@ def _record_row(turn, node, parent, row, take_count, on_path: bool) -> dict:
     }
     if row is None:
         return {**story, **dict.fromkeys(record.RECORD_COLUMNS)}
-    return {**story, **record.record_columns(row.narrator, row.report or {}, row.usage or {}, row.window or {},
-                                             row.accounting or {}, row.timings or {})}
+    return {**story, **record.from_row(node, row).columns()}
 
 
 def _event_name(event) -> str:
@@ -558,8 +543,6 @@ def _save_point(row) -> SavePoint:
 
 
 def tree_path(tree: StoryTree, node: NodeRow):
-    from .story.lineage import path_to
-
     return path_to(tree.branches, node.branch_id, node.depth)
 
 

@@ -61,8 +61,8 @@ def turn_html(turn) -> Html:
         meta.append(f"take {turn.take}/{turn.takes}")
     if turn.usage.get("prompt_tokens") is not None:
         meta.append(f"{turn.usage['prompt_tokens']} prompt tokens")
-    if turn.report.get("estimate") is not None:
-        meta.append(f"estimate {turn.report['estimate']}")
+    if turn.report.tokens.estimate is not None:
+        meta.append(f"estimate {turn.report.tokens.estimate}")
     lines += html.tag("div", " · ".join(meta), style="color:#888;font-size:80%")
     return html.tag("div", lines, cls="story-workbench-turn", style="max-width:46em")
 

@@ -1,4 +1,7 @@
-"""Every error the workbench raises on purpose.
+"""Every error the workbench raises on purpose, in one module (as httpx keeps its exceptions).
+
+`from engine import BundleRefused` (or any name here) works for all of them;
+the modules that raise them import them from here.
 
 Each message says what was wrong and what to do about it; a notebook user
 should never need the traceback to know their next step.
@@ -6,6 +9,11 @@ should never need the traceback to know their next step.
 from __future__ import annotations
 
 __all__ = [
+    "BackupError",
+    "BundleRefused",
+    "CardRefused",
+    "ContextOverflow",
+    "KnowledgeRefused",
     "NarratorError",
     "NarratorUnavailable",
     "NotADatabase",
@@ -57,3 +65,33 @@ class NarratorError(WorkbenchError):
 
 class NarratorUnavailable(NarratorError):
     """The configured narrator cannot be used on this machine."""
+
+
+class ContextOverflow(TurnFailed):
+    """What may not be dropped does not fit the budget: no prompt can be built."""
+
+
+class BundleRefused(WorkbenchError, ValueError):
+    """The file was not imported, and nothing was written. The message names
+    the problem (and, for an unknown format, the format and version found)."""
+
+
+class CardRefused(WorkbenchError, ValueError):
+    """A card was not added or changed, and nothing was written; the message
+    says which value was wrong and what is accepted."""
+
+
+class KnowledgeRefused(WorkbenchError, ValueError):
+    """Refused with a message that says what to do; nothing was written.
+
+    `conflict` is set when the refusal is a duplicate: it names the source that
+    already holds the same content, so a caller can offer to open it instead.
+    """
+
+    def __init__(self, message: str, *, conflict: dict | None = None):
+        super().__init__(message)
+        self.conflict = conflict
+
+
+class BackupError(WorkbenchError):
+    """A backup did not complete; nothing was left behind and the database is untouched."""

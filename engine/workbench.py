@@ -6,18 +6,21 @@ from typing import Any
 
 from sqlalchemy import select
 
+from . import interop
 from . import settings as settings_store
-from .campaign import Campaign
+from .bundle import facade
+from .campaign import Campaign, Services
 from .errors import NotFound, WorkbenchError
 from .providers import Narrator
 from .providers import window as windows
 from .providers.connection import ConnectionReport, check_connection
-from .providers.embedded import LocalNarrator
+from .providers.embedded import LocalNarrator, check_gguf
 from .providers.embedders import Embedder, LlamaEmbedder, MiniLMEmbedder, OpenAIEmbedder
 from .providers.openai import OpenAINarrator
 from .settings import Settings
 from .store import BranchRow, CampaignRow, Database
 from .story import StoryTree
+from .turns.after import derived_runner
 
 __all__ = ["Workbench"]
 
@@ -35,6 +38,8 @@ class Workbench:
         self._embedder: Embedder | None = None
         with db.reading() as s:
             self._settings = settings_store.load(s)
+        self._derived = derived_runner(db, narrator=lambda: self.narrator, embedder=self.embedder_or_none,
+                                       settings=lambda: self._settings, background=background)
 
     @classmethod
     def open(cls, path: str | Path = "workbench.db", *, background: bool = True) -> Workbench:
@@ -125,25 +130,14 @@ class Workbench:
     def after_turn(self, campaign_id: int) -> None:
         """Derived work after a turn's commit: inline when opened with
         background=False (deterministic experiments), else in a thread."""
-        from .knowledge import catch_up, has_sources
-        from .memory.derived import run_derived, schedule
+        self._derived(campaign_id)
 
-        def knowledge_step():
-            done = catch_up(self.db, campaign_id, self.embedder_or_none())
-            if done.error:
-                raise RuntimeError(done.words)
-            return done.embedded
-
-        def job():
-            with self.db.reading() as s:  # no library, no knowledge pass (and no status write per turn)
-                library = has_sources(s, campaign_id)
-            run_derived(self.db, campaign_id, narrator=self.narrator, embedder=self.embedder_or_none(),
-                        settings=self._settings, knowledge_step=knowledge_step if library else None)
-
-        if self.background:
-            schedule(self.db, campaign_id, job)
-        else:
-            job()
+    @property
+    def _services(self) -> Services:
+        """What a campaign plays with, handed to it (it never calls back here)."""
+        return Services(self.db, narrator=lambda: self.narrator, settings=lambda: self._settings,
+                        embedder=self.embedder_or_none, after_turn=self._derived,
+                        background=self.background, owner=self)
 
     def test_connection(self) -> ConnectionReport:
         """Reachability, the models offered, the window found and how, and a
@@ -186,57 +180,45 @@ class Workbench:
             if opening.strip():
                 StoryTree(s, row).append("start", opening.strip(), {})
             campaign_id = row.id
-        return Campaign(self, campaign_id)
+        return Campaign(self._services, campaign_id)
 
     def campaigns(self) -> list[Campaign]:
         with self.db.reading() as s:
             ids = s.scalars(select(CampaignRow.id).order_by(CampaignRow.id)).all()
-        return [Campaign(self, i) for i in ids]
+        return [Campaign(self._services, i) for i in ids]
 
     def campaign(self, campaign_id: int) -> Campaign:
         with self.db.reading() as s:
             if s.get(CampaignRow, campaign_id) is None:
                 raise NotFound(f"There is no campaign {campaign_id} in {self.db.path}; wb.campaigns() lists them.")
-        return Campaign(self, campaign_id)
+        return Campaign(self._services, campaign_id)
 
     # ------------------------------------------------------------ moving and backups
     def import_campaign(self, path_or_dict):
         """A campaign bundle (ours, any version, or the reference app's); validated
         whole before anything is written."""
-        from .bundle.facade import import_campaign
-
-        return import_campaign(self.db, path_or_dict, embedder=self.embedder_or_none())
+        return facade.import_campaign(self.db, path_or_dict, embedder=self.embedder_or_none())
 
     def import_ai_dungeon(self, path_or_dict, **options):
-        from .interop import import_ai_dungeon
-
-        return import_ai_dungeon(self.db, path_or_dict, **options, embedder=self.embedder_or_none())
+        return interop.import_ai_dungeon(self.db, path_or_dict, **options, embedder=self.embedder_or_none())
 
     def import_sillytavern(self, path_or_dict, **options):
-        from .interop import import_sillytavern
-
-        return import_sillytavern(self.db, path_or_dict, **options, embedder=self.embedder_or_none())
+        return interop.import_sillytavern(self.db, path_or_dict, **options, embedder=self.embedder_or_none())
 
     def import_file(self, path_or_data, **options):
         """Any supported file from another tool (character card JSON/PNG/.charx,
         SillyTavern World Info, NovelAI lorebook, KoboldAI save, AI Dungeon
         scenario, adventure or cards, or a bundle), recognised by its own
         markers; the report's `format` says which was chosen."""
-        from .interop import import_file
-
-        return import_file(self.db, path_or_data, **options, embedder=self.embedder_or_none())
+        return interop.import_file(self.db, path_or_data, **options, embedder=self.embedder_or_none())
 
     def backup(self):
         """A verified copy of the whole database beside it, in backups/."""
-        from .bundle.facade import backup
-
-        return backup(self.db)
+        return facade.backup(self.db)
 
     def backups(self):
         """The backups, newest first."""
-        from .bundle.facade import backups
-
-        return backups(self.db)
+        return facade.backups(self.db)
 
     def close(self) -> None:
         self.db.close()
@@ -255,6 +237,4 @@ def _check_model_files(changes: dict) -> None:
     """A missing or non-GGUF file is refused before it is saved, in words."""
     for key, what in (("model_path", "model"), ("embedding_model_path", "embedding model")):
         if isinstance(changes.get(key), str) and changes[key]:
-            from .providers.embedded import check_gguf
-
             check_gguf(changes[key], what)

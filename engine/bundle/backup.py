@@ -33,7 +33,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .. import html
-from ..errors import WorkbenchError
+from ..errors import BackupError
 
 __all__ = ["DIRECTORY_NAME", "STALE_PARTIAL_SECONDS", "Backup", "BackupError", "create", "directory", "existing",
            "stale_partials"]
@@ -47,10 +47,6 @@ _STAMPED = re.compile(r"-(\d{8}-\d{6})(?:-(\d+))?\.db$")
 # workbench makes (a 73 MB database copies and verifies in about a second), so
 # it is what a killed backup left behind.
 STALE_PARTIAL_SECONDS = 3600
-
-
-class BackupError(WorkbenchError):
-    """A backup did not complete; nothing was left behind and the database is untouched."""
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,11 @@
-"""The one error an import raises on purpose, and the net that makes it the only one."""
+"""The net that makes `BundleRefused` (defined in engine.errors) the only error an import raises."""
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..errors import WorkbenchError
+from ..errors import BundleRefused
 
 __all__ = ["BundleRefused", "refusing"]
 
@@ -16,11 +16,6 @@ F = TypeVar("F", bound=Callable)
 # Readers write nothing, so turning these into a refusal loses nothing.
 _READER_FAULTS = (RecursionError, ValueError, OverflowError, TypeError, KeyError, IndexError, AttributeError,
                   UnicodeError, MemoryError)
-
-
-class BundleRefused(WorkbenchError, ValueError):
-    """The file was not imported, and nothing was written. The message names
-    the problem (and, for an unknown format, the format and version found)."""
 
 
 def refusing(what: str) -> Callable[[F], F]:

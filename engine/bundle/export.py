@@ -23,7 +23,7 @@ from ..store.knowledge_tables import KnowledgeSourceRow
 from ..store.media_tables import VisualProfileRow
 from ..store.memory_tables import MemoryRow, SummaryRow
 from ..store.narrative_tables import StateEventRow
-from ..turns.record import hashes_of, stored_texts
+from ..turns.record import STORED_FIELDS, hashes_of, stored_rows, stored_texts
 from .native import FORMAT, VERSION
 
 __all__ = ["build_bundle", "scrub"]
@@ -47,9 +47,7 @@ def build_bundle(session: Session, campaign_id: int, machine: tuple[str, ...] = 
     nodes = list(session.scalars(select(NodeRow).options(undefer(NodeRow.state_after))
                                  .where(NodeRow.campaign_id == campaign_id).order_by(NodeRow.id)))
     node_key = {n.id: i + 1 for i, n in enumerate(nodes)}
-    records = {r.node_id: r for r in session.scalars(
-        select(TurnRecordRow).join(NodeRow, NodeRow.id == TurnRecordRow.node_id)
-        .where(NodeRow.campaign_id == campaign_id))}
+    records = {r.node_id: r for r in stored_rows(session, node_key)}
     scrubbed = [0]
     bundle = {
         "format": FORMAT, "version": VERSION, "exported_at": _iso(datetime.now().astimezone()),
@@ -106,9 +104,7 @@ def _node(n: NodeRow, branch_key, node_key, record: TurnRecordRow | None, machin
            "reasoning": n.reasoning, "live": bool(n.live), "edited": bool(n.edited),
            "state_after": n.state_after or {}, "created_at": _iso(n.created_at), "record": None}
     if record is not None:
-        fields = {"narrator": record.narrator, "report": record.report or {}, "usage": record.usage or {},
-                  "accounting": record.accounting or {}, "window": record.window or {},
-                  "timings": record.timings or {}}
+        fields = {name: getattr(record, name) or ({} if name != "narrator" else "") for name in STORED_FIELDS}
         if machine and _mentions(fields, machine):
             fields, count = scrub(fields, machine)
             scrubbed[0] += count
@@ -171,7 +167,8 @@ def _sections(session: Session, campaign_id: int, branch_key: dict, node_key: di
                                                .order_by(KnowledgeSourceRow.id))],
         "story_cards": [{"title": c.title, "keys": list(c.keys or []), "entry": c.entry, "card_type": c.card_type,
                          "notes": c.notes, "created_at": _iso(c.created_at), "constant": bool(c.constant),
-                         "enabled": bool(c.enabled), "origin": c.origin} for c in rows(StoryCardRow, StoryCardRow.id)],
+                         "enabled": bool(c.enabled), "origin": c.origin, "secondary_keys": list(c.secondary_keys or []),
+                         "logic": c.logic or "and_any"} for c in rows(StoryCardRow, StoryCardRow.id)],
         # Only entities that have one: an unprofiled entity writes no empty row.
         "visual_profiles": [{"entity_key": v.entity_key, "descriptors": v.descriptors or {},
                              "features": v.features or [], "style_notes": v.style_notes or "",

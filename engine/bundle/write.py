@@ -21,13 +21,13 @@ from ..errors import NotFound
 from ..knowledge import intake
 from ..knowledge.chunking import CHUNKING_VERSION, PARSER_VERSION, digest
 from ..knowledge.importer import build_passages
-from ..store import BranchRow, CampaignRow, NodeRow, SavePointRow, TurnRecordRow
+from ..store import BranchRow, CampaignRow, NodeRow, SavePointRow
 from ..store.cards_tables import StoryCardRow
 from ..store.knowledge_tables import KnowledgeSourceRow
 from ..store.media_tables import VisualProfileRow
 from ..store.memory_tables import MemoryRow, SummaryRow
 from ..store.narrative_tables import StateEventRow
-from ..turns.record import store_texts
+from ..turns.record import STORED_FIELDS, write_stored
 from .errors import BundleRefused
 from .plan import Plan
 
@@ -120,12 +120,9 @@ def _write_nodes(session: Session, plan: Plan, campaign_id: int, branches: dict[
 
 
 def _write_records(session: Session, plan: Plan, nodes: dict[int, int]) -> None:
-    store_texts(session, plan.texts)
-    rows = [{"node_id": nodes[n.key], "narrator": n.record.narrator, "report": n.record.report,
-             "usage": n.record.usage, "accounting": n.record.accounting, "window": n.record.window,
-             "timings": n.record.timings} for n in plan.nodes if n.record is not None]
-    if rows:
-        session.execute(insert(TurnRecordRow), rows)
+    """Through the turn record's one writer, already in stored form."""
+    write_stored(session, [{"node_id": nodes[n.key], **{k: getattr(n.record, k) for k in STORED_FIELDS}}
+                           for n in plan.nodes if n.record is not None], plan.texts)
 
 
 def _place_head(session: Session, campaign: CampaignRow, plan: Plan, branches: dict[int, int]) -> None:
@@ -173,7 +170,7 @@ def _write_cards(session: Session, plan: Plan, campaign_id: int) -> None:
     _bulk(session, StoryCardRow, [
         {"campaign_id": campaign_id, "title": c.title, "keys": c.keys, "entry": c.entry, "card_type": c.card_type,
          "notes": c.notes, "created_at": c.created_at, "constant": c.constant, "enabled": c.enabled,
-         "origin": c.origin} for c in plan.cards])
+         "origin": c.origin, "secondary_keys": c.secondary_keys, "logic": c.logic} for c in plan.cards])
 
 
 def _write_visual_profiles(session: Session, plan: Plan, campaign_id: int) -> None:

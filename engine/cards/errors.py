@@ -1,11 +1,6 @@
-"""The one error the card API raises on purpose."""
+"""The one error the card API raises on purpose (defined with the others in engine.errors)."""
 from __future__ import annotations
 
-from ..errors import WorkbenchError
+from ..errors import CardRefused
 
 __all__ = ["CardRefused"]
-
-
-class CardRefused(WorkbenchError, ValueError):
-    """A card was not added or changed, and nothing was written; the message
-    says which value was wrong and what is accepted."""

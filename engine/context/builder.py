@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..errors import TurnFailed
 from ..budget import tokens
 from ..budget.hints import CONTINUE_HINT
 from ..budget.window import Window, effective_budget, safety_reserve
+from ..errors import ContextOverflow
 from .history import HistorySource, Line, history_floor, trim_block
 from .length import length_hint
 from .report import Report
@@ -50,10 +50,6 @@ FIRST_FETCH = 64
 # turn and no two prompts shared their prefix; in nodes per turn (4) it holds
 # every other turn with > 85% of the story prefix shared.
 NODES_PER_TURN = 2
-
-
-class ContextOverflow(TurnFailed):
-    """What may not be dropped does not fit the budget: no prompt can be built."""
 
 
 class Knowledge(Protocol):

@@ -2,9 +2,11 @@
 that also displays itself in a notebook as a readable breakdown."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from .. import html
 
-__all__ = ["Report"]
+__all__ = ["HistoryFigures", "Narrative", "PromptText", "Report", "Section", "Tokens"]
 
 _COLOURS = {"system": "#4c72b0", "story": "#55a868"}
 
@@ -19,13 +21,102 @@ def _d(value) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def _whole(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class Tokens(NamedTuple):
+    """The prompt's arithmetic: what it was built to and what it came to."""
+
+    budget: int | None
+    estimate: int | None
+    total: int | None
+    configured_budget: int | None
+    safety_reserve: int | None
+    output_reserve: int | None
+
+
+class HistoryFigures(NamedTuple):
+    included: int | None
+    total: int | None
+    floor_depth: int | None
+    trim_block: int | None
+
+
+class Section(NamedTuple):
+    name: str
+    part: str
+    tokens: int
+    text: str
+    why: str
+
+
+class PromptText(NamedTuple):
+    """Exactly what the narrator was sent."""
+
+    system: str
+    story: str
+
+
+class Narrative(NamedTuple):
+    """What the turn's state protocol proposed and what was kept."""
+
+    proposed: bool
+    accepted: int
+    rejected: list
+    removals: list
+    changes: list
+
+
 class Report(dict):
-    """What one prompt was made of. `dict(report)` is exactly what is stored."""
+    """What one prompt was made of. `dict(report)` is exactly what is stored;
+    readers use the typed views below rather than string keys, so a renamed
+    key breaks here, once, and not in every reader."""
+
+    @property
+    def tokens(self) -> Tokens:
+        t = _d(self.get("tokens"))
+        return Tokens(_whole(t.get("budget")), _whole(t.get("estimate", self.get("estimate"))), _whole(t.get("total")),
+                      _whole(t.get("configured_budget")), _whole(t.get("safety_reserve")),
+                      _whole(t.get("output_reserve")))
+
+    @property
+    def history(self) -> HistoryFigures:
+        h = _d(self.get("history"))
+        return HistoryFigures(_whole(h.get("included")), _whole(h.get("total")), _whole(h.get("floor_depth")),
+                              _whole(h.get("trim_block")))
+
+    @property
+    def sections(self) -> list[Section]:
+        raw = self.get("sections")
+        return [Section(str(s.get("name", "")), str(s.get("part", "")), _whole(s.get("tokens")) or 0,
+                        s.get("text", "") if isinstance(s.get("text"), str) else "",
+                        s.get("why", "") if isinstance(s.get("why"), str) else "")
+                for s in (raw if isinstance(raw, list) else []) if isinstance(s, dict)]
+
+    def section(self, name: str) -> Section | None:
+        return next((s for s in self.sections if s.name == name), None)
+
+    @property
+    def prompt(self) -> PromptText:
+        p = _d(self.get("prompt"))
+        return PromptText(str(p.get("system", "") or ""), str(p.get("story", "") or ""))
+
+    @property
+    def narrative(self) -> Narrative:
+        n = _d(self.get("narrative"))
+        return Narrative(bool(n.get("proposed")), _whole(n.get("accepted")) or 0, list(n.get("rejected") or []),
+                         list(n.get("removals") or []), list(n.get("changes") or []))
+
+    def used(self, kind: str) -> list[dict]:
+        """The items a section kind used: "memories", "knowledge" or "cards"."""
+        found = _d(self.get(kind)).get("used")
+        return [u for u in found if isinstance(u, dict)] if isinstance(found, list) else []
 
     def section_tokens(self) -> dict[str, int]:
         out: dict[str, int] = {}
-        for s in self.get("sections", []):
-            out[s["name"]] = out.get(s["name"], 0) + s["tokens"]
+        for s in self.sections:
+            out[s.name] = out.get(s.name, 0) + s.tokens
         return out
 
     def _repr_html_(self) -> str:

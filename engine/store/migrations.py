@@ -1,4 +1,4 @@
-"""The schema, as an ordered list of migration functions.
+"""The schema, as an ordered list of named migration steps.
 
 `PRAGMA user_version` records how many have run. The list is append-only:
 never edit or reorder a migration that has shipped, add a new one. A file
@@ -8,12 +8,13 @@ workbench and is refused rather than guessed at.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from sqlite3 import Connection
 
 from ..errors import SchemaTooNew
 from . import cards_tables, knowledge_tables, media_tables, memory_tables, narrative_tables, record_tables
 
-__all__ = ["LATEST", "MIGRATIONS", "migrate", "version_of"]
+__all__ = ["LATEST", "MIGRATIONS", "Migration", "migrate", "version_of"]
 
 
 def _run(db: Connection, script: str) -> None:
@@ -113,17 +114,33 @@ def _token_ratios(db: Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [
-    _v1_story_tree,
-    knowledge_tables.migrate,  # v2
-    memory_tables.migrate,  # v3
-    narrative_tables.migrate,  # v4
-    cards_tables.migrate,  # v5
-    cards_tables.migrate_triggering,  # v6: constant, enabled, origin on story cards
-    record_tables.migrate,  # v7: prompt texts stored once; turn records v2 -> v3
-    _token_ratios,  # v8: per-model correction of the token estimate
-    memory_tables.migrate_active_indexes,  # v9: memory reads bounded by the active bank
-    media_tables.migrate,  # visual profiles, one per entity (engine.media)
+@dataclass(frozen=True)
+class Migration:
+    """One step of the schema: its version is its place in MIGRATIONS, its
+    name says what it does (and is what a failure names)."""
+
+    name: str
+    run: Callable[[Connection], None]
+
+    def __call__(self, db: Connection) -> None:
+        self.run(db)
+
+
+# Append-only. A step holds the SQL it runs, or imports a frozen module of
+# its own version (store/frozen/); never live engine code.
+MIGRATIONS: list[Migration] = [
+    Migration("v1_story_tree", _v1_story_tree),
+    Migration("v2_knowledge_library", knowledge_tables.migrate),
+    Migration("v3_memory_bank_and_summaries", memory_tables.migrate),
+    Migration("v4_narrative_state_events", narrative_tables.migrate),
+    Migration("v5_story_cards", cards_tables.migrate),
+    Migration("v6_card_triggering", cards_tables.migrate_triggering),  # constant, enabled, origin
+    Migration("v7_prompt_texts_and_records_v3", record_tables.migrate),  # frozen/v7_records.py
+    Migration("v8_token_ratios", _token_ratios),  # per-model correction of the token estimate
+    Migration("v9_active_memory_indexes", memory_tables.migrate_active_indexes),
+    Migration("v10_visual_profiles", media_tables.migrate),  # one per entity (engine.media)
+    Migration("v11_knowledge_stage_vectors", knowledge_tables.migrate_stage_vectors),  # second-stage vectors
+    Migration("v11_card_secondary_keys", cards_tables.migrate_secondary),  # secondary keys and their logic
 ]
 LATEST = len(MIGRATIONS)
 

@@ -1,9 +1,10 @@
 """The turn record: what one take was shown and what came back, kept once.
 
-This module owns the record. It defines the names every reader uses (the
-`Turn` view, `records()`, the report display, bundles), the one function that
-writes a turn, and the round trip between the report the builder made and the
-compact form that is stored.
+This module owns the record: the one class every reader uses (`Turn`: what
+`act` returns, `records()`, the report display, the widgets, bundles), the
+one function that writes records (`write_stored`; a played turn reaches it
+through `write_record`, a bundle import directly), and the round trip
+between the report the builder made and the compact form that is stored.
 
 Why compact: the v2 record kept each prompt three times (the sections' texts,
 `prompt`, and `system`/`story`), about 180 KB per turn at a 16k budget, and a
@@ -20,21 +21,23 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from sqlalchemy import select
 from sqlalchemy.dialects.sqlite import insert
 
 from ..context import Line, Report, render_line
 from ..context.builder import SEPARATOR
+from ..display import turn_html
 from ..knowledge.framing import ALWAYS_SECTION, CLASS_SECTIONS, RULE_SECTION
 from ..store import NodeRow, TurnRecordRow
 from ..store.models import PromptTextRow
 from ..story.lineage import branch_table, path_to
 
 __all__ = [
-    "REF", "RECORD_VERSION", "RECORD_COLUMNS", "SECTION_COLUMNS", "HistoryRef", "TurnRecord", "compact", "expand",
-    "hashes_of", "history_ref", "load", "record_columns", "store_texts", "stored_texts", "text_hash",
-    "write_record",
+    "REF", "RECORD_VERSION", "RECORD_COLUMNS", "SECTION_COLUMNS", "STORED_FIELDS", "HistoryRef", "Turn", "TurnRecord",
+    "compact", "expand", "from_row", "hashes_of", "history_ref", "load", "load_report", "record_columns",
+    "store_texts", "stored_rows", "stored_texts", "text_hash", "write_record", "write_stored",
 ]
 
 RECORD_VERSION = 3
@@ -250,30 +253,82 @@ def record_columns(narrator: str, report: Mapping, usage: Mapping, window: Mappi
     }
 
 
-# ------------------------------------------------------------------ runners: read and write
+# ------------------------------------------------------------------ the record
 @dataclass(frozen=True)
-class TurnRecord:
-    """One take's record as every reader sees it."""
+class Turn:
+    """One narration and what it was given: the one turn record.
 
-    node_id: int
+    What `act`, `retry`, `edit` and `camp.turn(id)` return, what `records()`
+    flattens (`columns()`), what the widgets and experiments read and what a
+    bundle carries. The report is read when first asked for: rebuilding the
+    exact prompt reads the history it refers to, which a turn that is only
+    played never needs; a turn just written carries the report it was built
+    with, so nothing is read back."""
+
+    id: int
+    text: str
+    depth: int
+    input: str | None = None
+    reasoning: str | None = None
+    take: int = 1
+    takes: int = 1
     narrator: str = ""
-    report: Report = field(default_factory=Report)
     usage: dict = field(default_factory=dict)
-    window: dict = field(default_factory=dict)
     accounting: dict = field(default_factory=dict)
+    window: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
+    # The report as built (a Report) or how to read it (a callable returning one).
+    report_from: Report | Callable[[], Report] | None = field(default=None, repr=False, compare=False)
+    # The compact stored form, when read from the file: columns() needs no prompt text.
+    stored: Mapping | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def report(self) -> Report:
+        """What the narrator was shown, the exact prompt included."""
+        source = self.report_from
+        if callable(source):
+            return source()
+        return source if isinstance(source, Report) else Report(source or {})
+
+    @property
+    def node_id(self) -> int:
+        return self.id
 
     @property
     def version(self) -> int:
-        return self.report.get("version", 2) if self.report else 0
+        body = self.stored if self.stored is not None else self.report
+        return body.get("version", 2) if body else 0
 
     @property
     def prompt(self) -> tuple[str, str]:
         """(system, story) exactly as the narrator was sent them."""
-        p = self.report.get("prompt") or {}
-        return p.get("system", ""), p.get("story", "")
+        return tuple(self.report.prompt)
+
+    @property
+    def cut(self) -> bool:
+        """Whether the reply was stopped short (length limit, window, or an
+        unfinished sentence) and stored cut to its last complete sentence."""
+        return bool(self.accounting.get("reply_cut"))
+
+    @property
+    def tail(self) -> str:
+        """The text cut off the end of the reply ("" when nothing was)."""
+        return str(self.accounting.get("tail") or "")
+
+    def columns(self) -> dict:
+        """This record flattened to the RECORD_COLUMNS names."""
+        body = self.stored if self.stored is not None else self.report
+        return record_columns(self.narrator, body or {}, self.usage, self.window, self.accounting, self.timings)
+
+    def _repr_html_(self) -> str:
+        return turn_html(self)
 
 
+# Its old name, kept for notebooks and users' code.
+TurnRecord = Turn
+
+
+# ------------------------------------------------------------------ the one writer and its readers
 def store_texts(session, texts: Mapping[str, str]) -> None:
     """Insert the texts not stored yet; a text already kept costs nothing."""
     if texts:
@@ -290,13 +345,32 @@ def stored_texts(session, hashes: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def write_record(session, node_id: int, narrator: str, report: Mapping, usage: Mapping, window: Mapping,
-                 accounting: Mapping, timings: Mapping, history: HistoryRef | None) -> None:
-    """The only writer of turn_records."""
-    stored, texts = compact(report, history)
+STORED_FIELDS = ("narrator", "report", "usage", "accounting", "window", "timings")
+
+
+def write_stored(session, rows: Sequence[Mapping], texts: Mapping[str, str]) -> None:
+    """The only writer of turn_records: rows already in stored form
+    (`node_id` and STORED_FIELDS), with the texts they refer to by hash. A
+    played turn reaches it through `write_record`; a bundle import directly."""
     store_texts(session, texts)
-    session.add(TurnRecordRow(node_id=node_id, narrator=narrator, report=stored, usage=dict(usage),
-                              window=dict(window), accounting=dict(accounting), timings=dict(timings)))
+    if rows:
+        session.execute(insert(TurnRecordRow), [{"node_id": r["node_id"], **{k: r[k] for k in STORED_FIELDS}}
+                                                for r in rows])
+
+
+def write_record(session, node_id: int, turn: Turn, history: HistoryRef | None) -> None:
+    """Compact a played take's record and write it."""
+    stored, texts = compact(turn.report, history)
+    write_stored(session, [{"node_id": node_id, "narrator": turn.narrator, "report": stored,
+                            "usage": dict(turn.usage), "accounting": dict(turn.accounting),
+                            "window": dict(turn.window), "timings": dict(turn.timings)}], texts)
+
+
+def stored_rows(session, node_ids: Iterable[int]):
+    """The stored records of these nodes, in id batches (bundle export and records() read them)."""
+    ids = list(node_ids)
+    for i in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+        yield from session.scalars(select(TurnRecordRow).where(TurnRecordRow.node_id.in_(ids[i:i + 500])))
 
 
 def _path_lines(session, node: NodeRow) -> Callable[[int, int], list[Line]]:
@@ -309,12 +383,23 @@ def _path_lines(session, node: NodeRow) -> Callable[[int, int], list[Line]]:
     return lines
 
 
-def load(session, node: NodeRow) -> TurnRecord:
-    """The record of one take, its exact prompt rebuilt."""
+def load_report(session, node: NodeRow) -> Report:
+    """One take's report, its exact prompt rebuilt."""
     row = session.get(TurnRecordRow, node.id)
-    if row is None:
-        return TurnRecord(node.id)
-    stored = row.report or {}
-    report = expand(stored, stored_texts(session, hashes_of(stored)), _path_lines(session, node))
-    return TurnRecord(node.id, row.narrator, report, dict(row.usage or {}), dict(row.window or {}),
-                      dict(row.accounting or {}), dict(row.timings or {}))
+    stored = (row.report or {}) if row is not None else {}
+    return expand(stored, stored_texts(session, hashes_of(stored)), _path_lines(session, node))
+
+
+def from_row(node: NodeRow, row: TurnRecordRow | None, *, input: str | None = None, take: int = 1,
+             takes: int = 1, report_from: Report | Callable[[], Report] | None = None) -> Turn:
+    """The record of a stored take (its report read when asked for, through `report_from`)."""
+    return Turn(node.id, node.text, node.depth, input, node.reasoning, take, takes,
+                row.narrator if row else "", dict(row.usage or {}) if row else {},
+                dict(row.accounting or {}) if row else {}, dict(row.window or {}) if row else {},
+                dict(row.timings or {}) if row else {}, report_from=report_from,
+                stored=(row.report or {}) if row else None)
+
+
+def load(session, node: NodeRow) -> Turn:
+    """The record of one take, its exact prompt rebuilt now."""
+    return from_row(node, session.get(TurnRecordRow, node.id), report_from=load_report(session, node))

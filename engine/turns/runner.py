@@ -26,12 +26,16 @@ from ..settings import Settings
 from ..store import CampaignRow, Database, NodeRow
 from ..story import StoryTree
 from .inputs import direction_line, player_line
-from .record import HistoryRef, history_ref
-from .write import RecordParts, Take, write_turn
+from .record import HistoryRef, Turn, history_ref
+from .write import Take, write_turn
 
-__all__ = ["PathHistory", "TurnRequest", "brief_of", "dry_run", "run_turn"]
+__all__ = ["EMPTY_RETRIES", "PathHistory", "TurnRequest", "brief_of", "dry_run", "hold_rules", "run_turn"]
 
 MODES = ("act", "direct", "continue", "retry")
+# A reply of protocol text only is asked for again this many times before the
+# turn fails: on the defaults 3 of 45 turns of the 135M model (and the first
+# turn after a server restart) failed so, and a second sample costs one reply.
+EMPTY_RETRIES = 1
 
 
 @dataclass(frozen=True)
@@ -82,13 +86,12 @@ class PathHistory:
         self.last = self._read[-n:]
         return self.last
 
-    def reference(self, report: dict) -> HistoryRef | None:
+    def reference(self, report: context.Report) -> HistoryRef | None:
         """The history section as a node range, checked against the text it stands for."""
-        section = next((s for s in report["sections"] if s["name"] == "history"), None)
-        included = report["history"]["included"]
+        section, included = report.section("history"), report.history.included
         if section is None or not included:
             return None
-        return history_ref(section["text"], self.last[-included:])
+        return history_ref(section.text, self.last[-included:])
 
 
 def brief_of(campaign: CampaignRow) -> context.Brief:
@@ -117,7 +120,8 @@ def _knowledge(session, db: Database, campaign: CampaignRow, settings: Settings,
     budget = effective_budget(settings.context_budget, window)
     return knowledge.retrieve(db, campaign.id, knowledge.scene_query(story, [n for n in names if n]),
                               embedder=embedder, budget_tokens=budget, context_tokens=budget, standing=names,
-                              lore=[f.to_retrieved() for f in fired], lore_facts=[f.record() for f in fired])
+                              lore=[f.to_retrieved() for f in fired], lore_facts=[f.record() for f in fired],
+                              second_stage=knowledge.stage_for(settings, getattr(embedder, "model_id", None)))
 
 
 def _gather(session, campaign_id: int, path, settings: Settings, embedder, pending: str,
@@ -230,8 +234,8 @@ def run_turn(
     cancel: threading.Event | None = None,
     embedder=None,
     on_status: Callable[[str], None] | None = None,
-) -> int:
-    """Play one turn and return the id of the narration it wrote."""
+) -> Turn:
+    """Play one turn and return the record it wrote."""
     if request.mode not in MODES:
         raise NotAllowed(f"Unknown turn mode {request.mode!r}; use one of {', '.join(MODES)}.")
     started = time.perf_counter()
@@ -239,30 +243,56 @@ def run_turn(
     plan = _plan(db, campaign_id, request, settings, window, embedder)
     prepared = time.perf_counter()
     prompt = Prompt(plan.built.system, plan.built.story, settings.max_output_tokens, settings.temperature)
-    raw, reasoning, usage = _stream(narrator, prompt, on_text, on_reasoning, cancel, settings.max_reasoning_tokens,
-                                   on_status)
+    asked = 0
+    while True:
+        asked += 1
+        raw, reasoning, usage = _stream(narrator, prompt, on_text, on_reasoning, cancel,
+                                        settings.max_reasoning_tokens, on_status)
+        extraction = narrative.split(raw)
+        prose = extraction.prose.strip()
+        if prose or asked > EMPTY_RETRIES:
+            break
+        if on_status:  # a reply of protocol text only: asked again, once, before the turn fails
+            on_status("The narrator wrote no story text; asking it once more.")
     generated = time.perf_counter()
-    extraction = narrative.split(raw)
-    prose = extraction.prose.strip()
     if not prose:
-        raise TurnFailed("The narrator returned no story text, so nothing was written. Retry, or check the model.")
+        raise TurnFailed(f"The narrator returned no story text ({asked} tries), so nothing was written. Retry, "
+                         "or check the model.")
+    prose, rules = hold_rules(prose)
+    rules["asked"] = asked
     report = plan.built.report
     accounting = classify_usage(
-        usage.as_dict(), estimate=report["tokens"]["estimate"], budget=report["tokens"]["budget"],
+        usage.as_dict(), estimate=report.tokens.estimate, budget=report.tokens.budget,
         max_output_tokens=settings.max_output_tokens, window_verified=window.verified,
     )
+    # The cut part of a reply stays with its record (Turn.cut, Turn.tail).
+    accounting = {**accounting, "reply_cut": bool(accounting.get("reply_cut")) or bool(rules["tail"]),
+                  "tail": rules["tail"], "rules": rules}
     timings = {
         "prepare_ms": round((prepared - started) * 1000, 2),
         "generate_ms": round((generated - prepared) * 1000, 2),
     }
-    record = RecordParts(narrator.model_id, report, usage.as_dict(), window.as_dict(), accounting, timings,
-                         plan.history)
+    record = Turn(0, prose, 0, narrator=narrator.model_id, usage=usage.as_dict(), accounting=accounting,
+                  window=window.as_dict(), timings=timings, report_from=report)
     take = Take(prose, raw, plan.state_before, extraction, reasoning, plan.retry_of, plan.input_kind,
-                plan.input_text, record=record, memory_ids=tuple(plan.memory_ids))
+                plan.input_text, record=record, history=plan.history, memory_ids=tuple(plan.memory_ids))
     return _commit(db, campaign_id, plan.head, take)
 
 
-def _commit(db: Database, campaign_id: int, head: tuple[int | None, int], take: Take) -> int:
+def hold_rules(prose: str) -> tuple[str, dict]:
+    """The reply as it is stored, and what was changed to hold the narration's
+    rules: first-person narration outside quotes turned to "you", then the
+    text cut back to its last complete sentence (the cut part is returned as
+    `tail`, kept with the take's record so Continue goes on from a whole
+    sentence and a reader can still see what was cut)."""
+    repaired = narrative.first_person(prose)
+    if repaired:
+        prose = narrative.second_person(prose)
+    kept, tail = narrative.cut_to_sentence(prose)
+    return kept, {"first_person_repaired": repaired, "tail": tail}
+
+
+def _commit(db: Database, campaign_id: int, head: tuple[int | None, int], take: Take) -> Turn:
     with db.writing() as session:
         campaign = session.get(CampaignRow, campaign_id)
         if (campaign.head_branch_id, campaign.head_depth) != head:
@@ -270,4 +300,4 @@ def _commit(db: Database, campaign_id: int, head: tuple[int | None, int], take: 
                 "The story moved while this turn was being narrated (another window or process "
                 "changed it), so nothing was written. Look at the story and try again."
             )
-        return write_turn(session, campaign, take).id
+        return write_turn(session, campaign, take)

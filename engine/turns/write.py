@@ -6,31 +6,19 @@ take, its state snapshot and events, its record, and the memories it used.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import memory, narrative
+from ..context import Report
 from ..store import CampaignRow, NodeRow
 from ..store.models import utcnow
 from ..store.narrative_tables import StateEventRow
 from ..story import StoryTree
-from .record import HistoryRef, write_record
+from .record import HistoryRef, Turn, write_record
 
-__all__ = ["RecordParts", "Take", "write_state", "write_turn"]
-
-
-@dataclass(frozen=True)
-class RecordParts:
-    """What the narrator was given and what came back (absent for an edit)."""
-
-    narrator: str
-    report: Mapping
-    usage: Mapping
-    window: Mapping
-    accounting: Mapping
-    timings: Mapping
-    history: HistoryRef | None = None
+__all__ = ["Take", "write_state", "write_turn"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +34,10 @@ class Take:
     input_kind: str | None = None  # "player" | "direction" | None for a continue
     input_text: str = ""
     edited: bool = False
-    record: RecordParts | None = None
+    # What the narrator was given and what came back (absent for an edit): a
+    # Turn whose story fields are filled in when it is written.
+    record: Turn | None = None
+    history: HistoryRef | None = None  # the history section as a depth range, when it can be
     memory_ids: Sequence[int] = field(default_factory=tuple)
 
 
@@ -75,8 +66,9 @@ def _changes(before: dict, outcome, extraction) -> dict:
             "changes": narrative.describe_diff(narrative.diff(before, outcome.state))}
 
 
-def write_turn(session, campaign: CampaignRow, take: Take) -> NodeRow:
-    """Write one take (and its input) at the head, in the caller's transaction."""
+def write_turn(session, campaign: CampaignRow, take: Take) -> Turn:
+    """Write one take (and its input) at the head, in the caller's transaction;
+    the record it wrote comes back, so nobody reads it again."""
     tree = StoryTree(session, campaign)
     state = take.state_before
     fields = {"raw_text": take.raw, "reasoning": take.reasoning, "edited": take.edited}
@@ -88,11 +80,16 @@ def write_turn(session, campaign: CampaignRow, take: Take) -> NodeRow:
         node = tree.append("narrator", take.prose, state, **fields)
     session.flush()
     outcome = write_state(session, campaign, node, state, take.extraction.events or [], source="narrator")
+    record = take.record or Turn(0, "", 0)
     if take.record is not None:
-        r = take.record
-        report = {**r.report, "narrative": _changes(state, outcome, take.extraction)}
-        write_record(session, node.id, r.narrator, report, r.usage, r.window, r.accounting, r.timings, r.history)
+        report = Report({**take.record.report, "narrative": _changes(state, outcome, take.extraction)})
+        record = replace(record, report_from=report)
+        write_record(session, node.id, record, take.history)
     memory.record_use(session, list(take.memory_ids))
     campaign.updated_at = utcnow()
     session.flush()
-    return node
+    takes = tree.takes(node)
+    parent = session.get(NodeRow, node.parent_id) if node.parent_id else None
+    return replace(record, id=node.id, text=node.text, depth=node.depth, reasoning=node.reasoning,
+                   input=parent.text if parent is not None and parent.kind in ("player", "direction") else None,
+                   take=[n.id for n in takes].index(node.id) + 1, takes=len(takes))

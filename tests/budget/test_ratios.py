@@ -40,7 +40,7 @@ def test_the_ratio_table_comes_with_the_v8_migration_and_an_older_file_gains_it(
     from engine.budget.ratios import TokenRatios
     from engine.store import Database, migrations
 
-    step = migrations.MIGRATIONS.index(migrations._token_ratios)
+    step = [m.run for m in migrations.MIGRATIONS].index(migrations._token_ratios)
     path = tmp_path / "old.db"
     raw = sqlite3.connect(path, isolation_level=None)
     for number, migrate in enumerate(migrations.MIGRATIONS[:step], start=1):

@@ -87,9 +87,7 @@ def _iso(value):
 
 def snapshot(wb, campaign_id: int) -> dict:
     """Every field of one campaign, with local ids, as JSON values."""
-    from engine.campaign import Campaign
-
-    camp = Campaign(wb, campaign_id)
+    camp = wb.campaign(campaign_id)
     with wb.db.reading() as s:
         c = s.get(CampaignRow, campaign_id)
         branches = list(s.scalars(select(BranchRow).where(BranchRow.campaign_id == campaign_id).order_by(BranchRow.id)))
