@@ -28,7 +28,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from engine import Campaign, NotAllowed, html
-from engine.context import tokens
+from engine.context import Report, tokens
 from engine.context.builder import SEPARATOR
 from engine.knowledge.framing import ALWAYS_SECTION, CLASS_SECTIONS, RULE_SECTION
 from engine.narrative import count_leaks, split
@@ -91,15 +91,15 @@ def _cut_line(sections: list[dict], name: str, line: str, what: str) -> list[dic
 
 
 def _memory_line(report, memory_id: int) -> str:
-    for m in (report.get("memories") or {}).get("used") or []:
+    for m in report.used("memories"):
         if m.get("id") == memory_id:
             return ("- [inferred] " if m.get("authority") == "heuristic" else "- ") + m["text"]
     raise NotAllowed(f"Memory {memory_id} was not recalled for this turn; its prompt showed "
-                     f"{[m.get('id') for m in (report.get('memories') or {}).get('used') or []]}.")
+                     f"{[m.get('id') for m in report.used('memories')]}.")
 
 
 def _passage_text(report, passage_id: int) -> str:
-    for p in (report.get("knowledge") or {}).get("used") or []:
+    for p in report.used("knowledge"):
         if p.get("passage_id") == passage_id:
             return p["rendered"]
     raise NotAllowed(f"Passage {passage_id} was not in this turn's prompt.")
@@ -134,10 +134,11 @@ def _replaced(sections: list[dict], what: str, text: str) -> list[dict]:
 
 def variants(report, remove: Iterable[str] = (), replace: dict[str, str] | None = None) -> list[Variant]:
     """The unchanged prompt first, then one variant per removal and replacement."""
+    report = report if isinstance(report, Report) else Report(report)
     sections = _sections(report)
     system, story = _assemble(sections)
-    stored = report.get("prompt") or {}
-    if stored and (stored.get("system"), stored.get("story")) != (system, story):
+    stored = report.prompt
+    if any(stored) and tuple(stored) != (system, story):
         raise NotAllowed("This turn's stored sections do not rebuild its stored prompt exactly; ablating it would "
                          "compare against a prompt the narrator never saw.")
     full = tokens.count(system) + tokens.count(story)

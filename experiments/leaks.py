@@ -40,7 +40,7 @@ def rules_fired(camp) -> pd.DataFrame:
     """Which cleanup rules removed what, across the stored takes' records."""
     tally = Counter()
     for row in camp.records().itertuples():
-        for removal in camp.turn(row.node_id).report.get("narrative", {}).get("removals", []):
+        for removal in camp.turn(row.node_id).report.narrative.removals:
             tally[removal["rule"]] += 1
     return pd.DataFrame(sorted(tally.items()), columns=["rule", "removals"])
 

@@ -139,19 +139,17 @@ def record(camp: Campaign) -> Recording:
 
 # ---------------------------------------------------------------- the facts of a turn
 def _report_facts(turn) -> dict:
-    """Every field read from a stored turn, in one place: the turn record is a
-    dict today and may become typed; only this function knows its keys."""
-    report, usage, timings = turn.report or {}, turn.usage or {}, turn.timings or {}
-    narrative = report.get("narrative") or {}
-    knowledge = report.get("knowledge") or {}
+    """Every field read from a stored turn, in one place, through the record's typed report."""
+    report, usage, timings = turn.report, turn.usage or {}, turn.timings or {}
+    narrative = report.narrative
     total = sum(v for v in (timings.get("prepare_ms"), timings.get("generate_ms")) if v is not None)
     return {
         "processed_tokens": usage.get("processed_tokens"), "cached_tokens": usage.get("cached_tokens"),
         "prompt_ms": usage.get("prompt_ms"), "generation_ms": usage.get("generation_ms"),
         "ttft_ms": None, "total_ms": total or None,
-        "events_accepted": narrative.get("accepted", 0), "events_refused": len(narrative.get("rejected") or []),
-        "memories_recalled": len((report.get("memories") or {}).get("used") or []),
-        "knowledge_admitted": len(knowledge.get("used") or []),
+        "events_accepted": narrative.accepted, "events_refused": len(narrative.rejected),
+        "memories_recalled": len(report.used("memories")),
+        "knowledge_admitted": len(report.used("knowledge")),
     }
 
 
