@@ -44,7 +44,9 @@ if TYPE_CHECKING:
 __all__ = ["add_story_card", "backup", "backups", "delete_story_card", "edit_story_card", "export_campaign",
            "import_campaign", "machine_text", "story_cards"]
 
-CARD_COLUMNS = ["id", "title", "keys", "entry", "card_type", "notes", "constant", "enabled", "origin", "created_at"]
+# `unusable_keys`: the keys that can never fire here (a script's syntax), for the lore panel to show.
+CARD_COLUMNS = ["id", "title", "keys", "entry", "card_type", "notes", "constant", "enabled", "origin", "created_at",
+                "secondary_keys", "logic", "unusable_keys"]
 
 
 # ------------------------------------------------------------------ export
@@ -124,12 +126,16 @@ def import_campaign(db: Database, path_or_dict: Any, *, embedder: Embedder | Non
 # ------------------------------------------------------------------ cards
 def story_cards(db: Database, campaign_id: int) -> pd.DataFrame:
     """Campaign `campaign_id`'s story cards, one row each."""
+    from ..cards import unusable_keys
+
     with db.reading() as session:
         rows = session.scalars(select(StoryCardRow).where(StoryCardRow.campaign_id == campaign_id)
                                .order_by(StoryCardRow.id)).all()
         data = [{"id": r.id, "title": r.title, "keys": list(r.keys or []), "entry": r.entry,
                  "card_type": r.card_type, "notes": r.notes, "constant": bool(r.constant), "enabled": bool(r.enabled),
-                 "origin": r.origin, "created_at": r.created_at} for r in rows]
+                 "origin": r.origin, "created_at": r.created_at, "secondary_keys": list(r.secondary_keys or []),
+                 "logic": r.logic or "and_any",
+                 "unusable_keys": unusable_keys([*(r.keys or []), *(r.secondary_keys or [])])} for r in rows]
     return pd.DataFrame(data, columns=CARD_COLUMNS)
 
 

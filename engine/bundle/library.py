@@ -123,7 +123,19 @@ def _card(row: dict, notes: Notes) -> CardPlan | None:
                     created_at=moment(row.get("created_at", MISSING), notes, "a story card's creation time"),
                     constant=flag(row.get("constant", MISSING), notes, "a story card's constant flag", False),
                     enabled=flag(row.get("enabled", MISSING), notes, "a story card's enabled flag", True),
-                    origin=string(row.get("origin", MISSING), notes, "a story card's origin", limit=200))
+                    origin=string(row.get("origin", MISSING), notes, "a story card's origin", limit=200),
+                    secondary_keys=card_keys(row.get("secondary_keys", MISSING)),
+                    logic=_logic(row.get("logic", MISSING), notes))
+
+
+def _logic(value: Any, notes: Notes) -> str:
+    """One of engine.cards.LOGICS; anything else is repaired to the default, and said."""
+    from ..cards import LOGICS
+
+    if value is MISSING or value in LOGICS:
+        return LOGICS[0] if value is MISSING else value
+    notes.repair(f"a story card's logic was not one of {', '.join(LOGICS)}; {LOGICS[0]} was used")
+    return LOGICS[0]
 
 
 def card_keys(value: Any) -> list[str]:

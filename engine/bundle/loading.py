@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 from . import limits
 from .errors import BundleRefused
 
-__all__ = ["check_values", "load", "parse_json"]
+__all__ = ["check_values", "load", "parse_json", "read_path"]
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE_RE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -68,13 +69,33 @@ def load(source: Any) -> Any:
     if not isinstance(source, (str, Path)):
         raise BundleRefused(f"This is not a campaign bundle or a file: a {type(source).__name__} was given. "
                             "Pass a path, the file's bytes, or its parsed JSON.")
+    path, raw = read_path(source)
+    return parse_json(raw, f"“{path.name}”")
+
+
+def read_path(source: str | Path) -> tuple[Path, bytes]:
+    """The bytes of the file at `source`, size-checked before reading, or a
+    refusal in words: a path no file name can hold (a lone surrogate, a NUL),
+    a missing file, a folder, a file the system will not let us read."""
+    shown = ascii(str(source))[1:-1] if _SURROGATE_RE.search(str(source)) else str(source)
+    try:
+        os.fsencode(source)
+    except (UnicodeError, TypeError):
+        raise BundleRefused(f"The path {shown[:200]} holds a character no file name can hold (a lone surrogate)"
+                            f"{_NOTHING}") from None
+    if "\x00" in str(source):
+        raise BundleRefused(f"The path {shown[:200]!r} holds a NUL character, which no file name can hold{_NOTHING}")
     path = Path(source)
-    if not path.is_file():
-        raise BundleRefused(f"There is no file at {path}" + (" (it is a folder)." if path.is_dir() else "."))
-    size = path.stat().st_size
-    if size > limits.MAX_BUNDLE_BYTES:
-        raise _too_large(size)
-    return parse_json(path.read_bytes(), f"“{path.name}”")
+    try:
+        if not path.is_file():
+            raise BundleRefused(f"There is no file at {shown[:300]}" + (" (it is a folder)." if path.is_dir() else "."))
+        size = path.stat().st_size
+        if size > limits.MAX_BUNDLE_BYTES:
+            raise _too_large(size)
+        return path, path.read_bytes()
+    except OSError as exc:
+        raise BundleRefused(f"The file at {shown[:300]} could not be read ({exc.strerror or type(exc).__name__})"
+                            f"{_NOTHING}") from None
 
 
 def parse_json(raw: bytes, name: str) -> Any:

@@ -171,6 +171,8 @@ class CardPlan:
     constant: bool = False  # always in the prompt, keys or not
     enabled: bool = True
     origin: str = ""  # the file and format it came from
+    secondary_keys: list[str] = field(default_factory=list)  # narrowing keys (engine.cards.triggers)
+    logic: str = "and_any"  # how they combine: one of engine.cards.LOGICS
 
 
 @dataclass

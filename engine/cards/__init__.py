@@ -9,11 +9,12 @@
 Lower layers take plain values (a session, a campaign id), never the facade.
 """
 from .errors import CardRefused
-from .store import EDITABLE, Card, add_card, cards, delete_card, edit_card, normal_keys
-from .triggers import SCAN_DEPTH, Fired, fired_cards, key_pattern, lore_for
+from .store import EDITABLE, LOGICS, Card, add_card, cards, delete_card, edit_card, normal_keys
+from .triggers import SCAN_DEPTH, Fired, fired_cards, key_pattern, logic_name, lore_for, unusable, unusable_keys
 
 __all__ = [
     "EDITABLE",
+    "LOGICS",
     "SCAN_DEPTH",
     "Card",
     "CardRefused",
@@ -24,6 +25,9 @@ __all__ = [
     "edit_card",
     "fired_cards",
     "key_pattern",
+    "logic_name",
     "lore_for",
     "normal_keys",
+    "unusable",
+    "unusable_keys",
 ]

@@ -19,9 +19,11 @@ from ..errors import NotFound
 from ..store.cards_tables import StoryCardRow
 from .errors import CardRefused
 
-__all__ = ["EDITABLE", "Card", "add_card", "cards", "delete_card", "edit_card", "normal_keys"]
+__all__ = ["EDITABLE", "LOGICS", "Card", "add_card", "cards", "delete_card", "edit_card", "normal_keys"]
 
-EDITABLE = ("title", "keys", "entry", "card_type", "notes", "constant", "enabled")
+EDITABLE = ("title", "keys", "entry", "card_type", "notes", "constant", "enabled", "secondary_keys", "logic")
+# SillyTavern's selective logic (`selectiveLogic`), in the order of its numbers 0..3.
+LOGICS = ("and_any", "not_all", "not_any", "and_all")
 _LIMITS = {"title": 200, "card_type": 40}
 
 
@@ -37,12 +39,16 @@ class Card:
     enabled: bool
     origin: str
     created_at: datetime
+    # Narrowing keys and how they combine (see engine.cards.triggers).
+    secondary_keys: tuple[str, ...] = ()
+    logic: str = "and_any"
 
     @classmethod
     def of(cls, row: StoryCardRow) -> Card:
         return cls(id=row.id, title=row.title, keys=tuple(row.keys or ()), entry=row.entry, card_type=row.card_type,
                    notes=row.notes, constant=bool(row.constant), enabled=bool(row.enabled), origin=row.origin or "",
-                   created_at=row.created_at)
+                   created_at=row.created_at, secondary_keys=tuple(row.secondary_keys or ()),
+                   logic=row.logic or "and_any")
 
 
 def normal_keys(value: Any) -> list[str]:
@@ -56,8 +62,13 @@ def normal_keys(value: Any) -> list[str]:
 
 
 def _checked(field: str, value: Any) -> Any:
-    if field == "keys":
+    if field in ("keys", "secondary_keys"):
         return normal_keys(value)
+    if field == "logic":
+        if value not in LOGICS:
+            raise CardRefused(f"A card's logic must be one of {', '.join(LOGICS)}, not {value!r}. "
+                              "Nothing was written.")
+        return value
     if field in ("constant", "enabled"):
         if not isinstance(value, bool):
             raise CardRefused(f"A card's {field} must be True or False, not {value!r}. Nothing was written.")
@@ -73,11 +84,15 @@ def _checked(field: str, value: Any) -> Any:
 
 def add_card(session: Session, campaign_id: int, *, title: str = "", keys: Any = (), entry: str = "",
              card_type: str = "", notes: str = "", constant: bool = False, enabled: bool = True,
-             origin: str = "added by hand") -> int:
+             origin: str = "added by hand", secondary_keys: Any = (), logic: str = "and_any") -> int:
     """The new card's id."""
-    values = {f: _checked(f, v) for f, v in (("title", title), ("keys", list(keys) if isinstance(keys, tuple) else keys),
+    def listed(value: Any) -> Any:
+        return list(value) if isinstance(value, tuple) else value
+
+    values = {f: _checked(f, v) for f, v in (("title", title), ("keys", listed(keys)),
                                              ("entry", entry), ("card_type", card_type), ("notes", notes),
-                                             ("constant", constant), ("enabled", enabled), ("origin", origin))}
+                                             ("constant", constant), ("enabled", enabled), ("origin", origin),
+                                             ("secondary_keys", listed(secondary_keys)), ("logic", logic))}
     if not (values["title"].strip() or values["entry"].strip()):
         raise CardRefused("A card needs a title or a text. Nothing was written.")
     row = StoryCardRow(campaign_id=campaign_id, **values)

@@ -2,9 +2,22 @@
 
 The rule is the one users bring from their own tools: a key matches
 case-insensitively as a whole word or phrase ("Mara" fires on "mara's" but
-not on "Amaranth"); a NovelAI-style `/pattern/flags` key is a regular
-expression; a constant card always fires; a disabled card never does. Only
-the card's text reaches the narrator, never its keys or notes.
+not on "Amaranth"); a `/pattern/flags` key is a regular expression, read as
+SillyTavern reads it (flags g, i, m, s, u, y; an expression with an unescaped
+`/` inside, or one that does not compile, is plain text); a constant card
+always fires; a disabled card never does. Only the card's text reaches the
+narrator, never its keys or notes.
+
+Secondary keys narrow a card as SillyTavern's selective entries do: once a
+primary key has matched, `logic` decides over the secondary keys found in
+the same scanned texts — "and_any" (at least one), "and_all" (every one),
+"not_any" (none), "not_all" (not every one). SillyTavern writes these as
+`selectiveLogic` 0..3 in the order of `LOGICS`.
+
+A key written in a script's syntax (AI Dungeon World Info scripts append
+attributes such as `Honeywood#[t=5l=5f=2S=2]`) cannot be evaluated here: it
+never fires, and `unusable_keys` names it so the import report and the lore
+panel can say so instead of staying silent.
 
 `fired_cards` is pure (cards and texts in, fired cards out) so it can be
 tested and timed without a database; `lore_for` reads the campaign's
@@ -22,16 +35,26 @@ from sqlalchemy.orm import Session
 
 from ..budget import tokens
 from ..store.cards_tables import StoryCardRow
-from .store import Card
+from .store import LOGICS, Card
 
-__all__ = ["SCAN_DEPTH", "Fired", "fired_cards", "key_pattern", "lore_for"]
+__all__ = ["SCAN_DEPTH", "Fired", "fired_cards", "key_pattern", "logic_name", "lore_for", "unusable",
+           "unusable_keys"]
 
 # Story nodes scanned for keys, newest first. SillyTavern scans 2 messages by
 # default and AI Dungeon the last 6 actions (peer-systems digest); 4 nodes is
 # two exchanges of input and narration here, between the two.
 SCAN_DEPTH = 4
-_REGEX_KEY = re.compile(r"^/(.+)/([imsu]*)$", re.DOTALL)
-_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "u": 0}
+# SillyTavern's parseRegexFromString: `/pattern/flags` with JavaScript's flags.
+_REGEX_KEY = re.compile(r"^/([\s\S]+?)/([gimsuy]*)$")
+_UNESCAPED_SLASH = re.compile(r"(^|[^\\])/")
+# g changes nothing for a yes/no test; u is Python's default for text; y
+# (sticky) anchors the match at the start, where a fresh expression begins.
+_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "u": 0, "g": 0, "y": 0}
+# JavaScript spellings Python writes differently.
+_JS_SYNTAX = ((re.compile(r"\(\?<([A-Za-z_]\w*)>"), r"(?P<\1>"), (re.compile(r"\\k<([A-Za-z_]\w*)>"), r"(?P=\1)"),
+              (re.compile(r"\[\^\]"), r"[\\s\\S]"))
+# A script's attributes after the key (AI Dungeon World Info scripts): `name#[t=5l=5]`.
+_SCRIPT_ATTRIBUTES = re.compile(r"#\[[^\]]*\]\s*$")
 
 
 @dataclass(frozen=True)
@@ -75,21 +98,61 @@ class Fired:
                          matched_terms=(self.key,) if self.key else ())
 
 
+def logic_name(value) -> str:
+    """One of LOGICS from SillyTavern's number (0..3) or a name ("AND ALL",
+    "not_any"); "" for anything else, so a reader can say it was not understood."""
+    if isinstance(value, bool):
+        return ""
+    if isinstance(value, int):
+        return LOGICS[value] if 0 <= value < len(LOGICS) else ""
+    if isinstance(value, str):
+        name = re.sub(r"[\s-]+", "_", value.strip().lower())
+        return name if name in LOGICS else ""
+    return ""
+
+
+def unusable(key: str) -> str:
+    """Why `key` can never fire here ("" when it can): words for the report."""
+    if _SCRIPT_ATTRIBUTES.search(key):
+        return "a script's attributes (#[...]) this workbench does not run"
+    return ""
+
+
+def unusable_keys(keys) -> list[str]:
+    """The keys of `keys` that can never fire, as written."""
+    return [k for k in keys if isinstance(k, str) and unusable(k)]
+
+
+@lru_cache(maxsize=16384)
+def _expression(key: str) -> re.Pattern | None:
+    """The compiled `/pattern/flags` key, or None when SillyTavern would read it as plain text."""
+    found = _REGEX_KEY.match(key)
+    if not found or _UNESCAPED_SLASH.search(found.group(1)):
+        return None
+    pattern = found.group(1).replace("\\/", "/")
+    for js, python in _JS_SYNTAX:
+        pattern = js.sub(python, pattern)
+    flags = 0
+    for letter in found.group(2):
+        flags |= _FLAGS[letter]
+    if "y" in found.group(2):
+        pattern = r"\A(?:" + pattern + ")"
+    try:
+        return re.compile(pattern, flags)
+    except (re.error, OverflowError, RecursionError):
+        return None  # not a valid expression: the key is taken literally, as written
+
+
 @lru_cache(maxsize=16384)
 def key_pattern(key: str) -> re.Pattern | None:
-    """The compiled matcher for one key; None for a key that cannot match."""
+    """The compiled matcher for one key; None for a key that cannot match
+    (empty, or in a syntax this workbench cannot evaluate)."""
     key = key.strip()
-    if not key:
+    if not key or unusable(key):
         return None
-    found = _REGEX_KEY.match(key)
-    if found:
-        flags = 0
-        for letter in found.group(2):
-            flags |= _FLAGS[letter]
-        try:
-            return re.compile(found.group(1), flags)
-        except re.error:
-            pass  # not a valid expression: the key is taken literally, as written
+    expression = _expression(key)
+    if expression is not None:
+        return expression
     return re.compile(r"(?<!\w)" + re.escape(key) + r"(?!\w)", re.IGNORECASE)
 
 
@@ -105,7 +168,7 @@ def _words(key: str) -> str | None:
     that must be present in a text for the key to match it. None for a key
     that must always be searched (an expression, or no word characters)."""
     key = key.strip()
-    if _REGEX_KEY.match(key):
+    if _expression(key) is not None:
         return None
     words = _WORD.findall(key.lower())
     return " ".join(words) if 0 < len(words) <= _MAX_WORDS else None
@@ -155,7 +218,8 @@ def fired_cards(cards: Iterable[Card], recent_texts: Sequence[str], pending: str
     """Constant cards first (in card order), then cards the input names, then
     cards the story names, nearest first. `recent_texts` is oldest first, as
     the story reads; only its last SCAN_DEPTH texts are scanned. The key
-    reported is the card's first key that matched."""
+    reported is the card's first key that matched. A card with secondary
+    keys fires only when its logic holds over all the scanned texts."""
     live = [c for c in cards if c.enabled and c.entry.strip()]
     index = _Index([c for c in live if not c.constant])
     texts = ([("input", 0, pending)] if pending else []) + [
@@ -163,14 +227,34 @@ def fired_cards(cards: Iterable[Card], recent_texts: Sequence[str], pending: str
     out = [_fired(c, "always") for c in live if c.constant]
     done = {f.card_id for f in out}
     by_id = {c.id: c for c in live}
+    # SillyTavern joins the scanned messages with a separator no key matches across.
+    scanned = "\x01".join(t for _, _, t in texts)
     for found_in, distance, text in texts:
         for card_id, keys in index.matches(text).items():
             if card_id not in done:
                 card = by_id[card_id]
-                out.append(_fired(card, found_in, next(k for k in card.keys if k in keys), distance))
                 done.add(card_id)
+                if _secondary_holds(card, scanned):
+                    out.append(_fired(card, found_in, next(k for k in card.keys if k in keys), distance))
     order = {"always": 0, "input": 1, "story": 2}
     return sorted(out, key=lambda f: (order[f.found_in], f.distance, f.card_id))
+
+
+def _secondary_holds(card: Card, scanned: str) -> bool:
+    """SillyTavern's selective logic over the card's secondary keys. A key
+    that can never fire counts as not found, as an empty key does there."""
+    secondary = [k for k in card.secondary_keys if k.strip()]
+    if not secondary:
+        return True
+    found = [bool(p and p.search(scanned)) for p in map(key_pattern, secondary)]
+    logic = card.logic or "and_any"
+    if logic == "and_all":
+        return all(found)
+    if logic == "not_any":
+        return not any(found)
+    if logic == "not_all":
+        return not all(found)
+    return any(found)
 
 
 def _fired(card: Card, found_in: str, key: str = "", distance: int = 0) -> Fired:

@@ -4,6 +4,7 @@
     koboldai     KoboldAI saves (story, memory, author's note, world info)
     novelai      NovelAI lorebooks
     sillytavern  SillyTavern World Info
+    risuai       RisuAI lorebooks and modules
     charcard     character cards v1/v2/v3 (JSON, PNG, .charx)
 
 What the readers share sits beside them and reads no reader: `detect`

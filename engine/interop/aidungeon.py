@@ -17,13 +17,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .detect import AID_CARDS, AID_SCENARIO
 from ..bundle.errors import BundleRefused
 from ..bundle.fields import MISSING
-from .ledger import account
 from ..bundle.library import card_keys, read_cards
 from ..bundle.native import read_v1
 from ..bundle.plan import Notes, Plan
+from .detect import AID_CARDS, AID_SCENARIO
+from .ledger import account
 from .transcript import PLACEHOLDER, story_nodes
 
 __all__ = ["FORMAT_NAME", "PLACEHOLDER", "fill", "read_ai_dungeon", "read_ai_dungeon_cards"]
@@ -70,11 +70,18 @@ def _cards(raw: Any, answers: dict[str, str], unfilled: set[str], notes: Notes) 
     if not isinstance(raw, list):
         return raw
     account(notes, raw, _CARD_CARRIED, _CARD_MEANINGS, "story cards")
-    return [{"title": fill(_text(c.get("title")) or _text(c.get("name")), answers, unfilled),
+    return [{"title": fill(_text(c.get("title")) or _text(c.get("name")), answers, unfilled) or _first_key(c),
              "keys": card_keys(c.get("keys")),
              "entry": fill(_text(c.get("value", c.get("entry"))), answers, unfilled),
              "card_type": _text(c.get("type")), "notes": _text(c.get("description")), "origin": "AI Dungeon"}
             if isinstance(c, dict) else c for c in raw]
+
+
+def _first_key(card: dict) -> str:
+    """A title for a card that has none (old World Info exports): its first
+    key, without a script's `#[...]` attributes."""
+    keys = card_keys(card.get("keys"))
+    return re.sub(r"#\[[^\]]*\]\s*$", "", keys[0]).strip()[:200] if keys else ""
 
 
 def _nodes(opening: str, actions: Any, answers: dict[str, str], unfilled: set[str]) -> list[dict]:

@@ -30,20 +30,22 @@ import zipfile
 from typing import Any
 
 from ..bundle import limits
-from .detect import CHARACTER_CARD, detect, detect_bytes
 from ..bundle.errors import BundleRefused
-from .ledger import Macros, account
 from ..bundle.native import read_v1
 from ..bundle.plan import Notes, Plan
+from .detect import CHARACTER_CARD, detect, detect_bytes
+from .ledger import Macros, account
 from .worldinfo import book_parts, entries_of
 
-__all__ = ["CHARACTER_AS", "FORMAT_NAME", "card_from_bytes", "read_character_card"]
+__all__ = ["CHARACTER_AS", "FORMAT_NAME", "card_from_bytes", "charx_members", "read_character_card"]
 
 FORMAT_NAME = "character card"
 CHARACTER_AS = ("cast", "protagonist", "premise")
 _CHUNKS = ("ccv3", "chara")  # v3 first: a card that has both is read as v3
 _CARRIED = {"name", "description", "personality", "scenario", "first_mes", "system_prompt",
-            "post_history_instructions", "character_book", "nickname"}
+            "post_history_instructions", "character_book", "nickname", "assets"}  # assets: named one by one
+# Assets named one by one in the report; the rest are counted.
+_ASSETS_NAMED = 10
 _MEANINGS = {
     "mes_example": "example dialogue (this narrator is not a chat partner)",
     "alternate_greetings": "alternative openings (import again and edit the opening to use one)",
@@ -131,6 +133,19 @@ def _from_charx(raw: bytes) -> dict:
     return card
 
 
+def charx_members(raw: bytes) -> list[str] | None:
+    """The files of a .charx archive besides card.json (its assets), or None
+    when `raw` is not one."""
+    found = detect_bytes(raw)
+    if found is None or found.version != "charx":
+        return None
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            return [n for n in archive.namelist() if n != "card.json" and not n.endswith("/")]
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return None
+
+
 # ------------------------------------------------------------------ the card
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
@@ -148,8 +163,9 @@ def _fields(card: dict) -> tuple[dict, str]:
 
 def read_character_card(card: Any, *, character_as: str = "cast", protagonist: str | None = None,
                         as_knowledge: bool = False, classification: str = "reference",
-                        fallback_title: str = "") -> Plan:
-    """A card as a new campaign; pure."""
+                        fallback_title: str = "", archive: list[str] | None = None) -> Plan:
+    """A card as a new campaign; pure. `archive`: the other files of the
+    .charx it came in, named in the report (no asset is carried)."""
     if character_as not in CHARACTER_AS:
         raise BundleRefused(f"character_as must be one of {', '.join(CHARACTER_AS)}, not {character_as!r}. "
                             "Nothing was imported.")
@@ -186,8 +202,14 @@ def read_character_card(card: Any, *, character_as: str = "cast", protagonist: s
         book = card["character_book"]
     if book is not None and book.get("entries"):
         _, entries = entries_of(book, notes, macros)
-        knowledge, cards = book_parts(_text(book.get("name")).strip() or f"{name}'s lorebook", entries, as_knowledge,
-                                      classification, notes, origin=f"{FORMAT_NAME}: {name}")
+        # The book's name is carried: the knowledge source's title, or each card's origin.
+        book_name = _text(book.get("name")).strip()
+        origin = f"{FORMAT_NAME}: {name}" + (f", lorebook “{book_name}”" if book_name else "")
+        knowledge, cards = book_parts(book_name or f"{name}'s lorebook", entries, as_knowledge,
+                                      classification, notes, origin=origin)
+    elif book is not None:
+        account(notes, [book], {"entries"}, {"name": "the name of its lorebook, which has no entries"},
+                "character book (it has no entries)")
     if cast is not None:
         from ..bundle.library import read_cards
 
@@ -196,12 +218,29 @@ def read_character_card(card: Any, *, character_as: str = "cast", protagonist: s
             c.origin = f"{FORMAT_NAME}: {name}"[:200]
         cards = cast_cards + cards
     account(notes, [data], _CARRIED, _MEANINGS, "card")
+    _name_assets(notes, data, archive)
     if spec != "v1":
         account(notes, [card], _ROOT_CARRIED, _ROOT_MEANINGS, "file (outside the card's data)")
     macros.report(notes)
     plan.knowledge, plan.cards = knowledge, cards
     plan.notes.merge(notes)
     return plan
+
+
+def _name_assets(notes: Notes, data: dict, archive: list[str] | None) -> None:
+    """Each asset by name: the card's v3 `assets` list and the .charx's files."""
+    assets = [a for a in data.get("assets") or [] if isinstance(a, dict)] if isinstance(data.get("assets"), list) else []
+    if assets:
+        named = ", ".join(f"{_text(a.get('type')) or 'asset'} “{_text(a.get('name'))}” ({_text(a.get('uri'))[:80]})"
+                          for a in assets[:_ASSETS_NAMED])
+        more = f", and {len(assets) - _ASSETS_NAMED} more" if len(assets) > _ASSETS_NAMED else ""
+        notes.lose(f"the card's {len(assets)} asset{'s' if len(assets) != 1 else ''} (images, sounds; the "
+                   f"character's picture is not carried): {named}{more}")
+    if archive:
+        named = ", ".join(archive[:_ASSETS_NAMED])
+        more = f", and {len(archive) - _ASSETS_NAMED} more" if len(archive) > _ASSETS_NAMED else ""
+        notes.lose(f"{len(archive)} file{'s' if len(archive) != 1 else ''} in the .charx archive besides card.json "
+                   f"(not carried): {named}{more}")
 
 
 def _cast_card(data: dict, name: str, portrait: str) -> dict:

@@ -6,7 +6,7 @@ lorebook handed to the SillyTavern reader used to arrive as cards with empty
 texts, and a KoboldAI save handed to the AI Dungeon reader lost its story.
 Markers are checked from the most specific to the least, and a file that
 matches none is refused by name when it is a known unsupported format
-(RisuAI, Agnai, a NovelAI story) or described when it is not.
+(Agnai, a NovelAI story, a RisuAI preset) or described when it is not.
 """
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "AID_CARDS", "AID_SCENARIO", "CHARACTER_CARD", "KOBOLDAI", "LABELS", "NOVELAI", "SILLYTAVERN", "WORKBENCH",
+    "AID_CARDS", "AID_SCENARIO", "CHARACTER_CARD", "KOBOLDAI", "LABELS", "NOVELAI", "RISUAI", "SILLYTAVERN",
+    "WORKBENCH",
     "Detected", "detect", "detect_bytes",
 ]
 
@@ -25,6 +26,7 @@ NOVELAI = "novelai"
 KOBOLDAI = "koboldai"
 AID_SCENARIO = "aidungeon"
 AID_CARDS = "aidungeon cards"
+RISUAI = "risuai"
 
 LABELS = {
     WORKBENCH: "a campaign bundle (this workbench's or the reference app's)",
@@ -34,6 +36,7 @@ LABELS = {
     KOBOLDAI: "a KoboldAI save",
     AID_SCENARIO: "an AI Dungeon scenario or adventure",
     AID_CARDS: "an AI Dungeon story-card (or World Info) export",
+    RISUAI: "a RisuAI lorebook",
 }
 
 _PNG = b"\x89PNG\r\n\x1a\n"
@@ -91,8 +94,13 @@ def _object(data: dict) -> Detected:
         return Detected(CHARACTER_CARD, f"a character card ({spec})", spec)
     if spec == "lorebook_v3":
         return Detected(SILLYTAVERN, "a character-card lorebook (lorebook_v3)", spec)
-    if data.get("type") == "risu" or (_is_dicts(data.get("data")) and _RISU_ENTRY <= set(data["data"][0])):
-        return _unsupported("a RisuAI lorebook")
+    if data.get("type") == "risuModule":
+        return Detected(RISUAI, "a RisuAI module", "module")
+    if data.get("type") == "risu" and isinstance(data.get("data"), list) \
+            or (_is_dicts(data.get("data")) and _RISU_ENTRY <= set(data["data"][0])):
+        return Detected(RISUAI, LABELS[RISUAI], str(data.get("ver", "")))
+    if data.get("type") == "risu":
+        return _unsupported("a RisuAI preset or settings file (not a lorebook)")
     if data.get("kind") == "memory":
         return _unsupported("an Agnai memory book")
     if "storyContainerVersion" in data:
@@ -130,7 +138,7 @@ def _list(data: list) -> Detected:
         return Detected("", "a list whose items are not all objects, which matches no format this workbench reads")
     fields = set().union(*data)
     if _RISU_ENTRY & fields:
-        return _unsupported("a RisuAI lorebook")
+        return Detected(RISUAI, "a RisuAI lorebook (its entries as a list)", "list")
     if any("value" in v or "entry" in v for v in data) and any("keys" in v for v in data):
         return Detected(AID_CARDS, LABELS[AID_CARDS], "")
     return Detected("", f"a list of objects with {', '.join(sorted(fields)[:8])}, which matches no format this "

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .detect import KOBOLDAI
 from ..bundle.errors import BundleRefused
-from .ledger import account
 from ..bundle.library import card_keys, read_cards
 from ..bundle.native import read_v1
 from ..bundle.plan import Notes, Plan
+from .detect import KOBOLDAI
+from .ledger import account
 from .transcript import PLACEHOLDER, story_nodes
 from .worldinfo import refuse_unless
 
@@ -32,9 +32,8 @@ _MEANINGS = {
     "savedsettings": "generation settings", "lua_koboldbridge": "Lua scripts (never run here)",
     "userscripts": "user scripts (never run here)", "story_name": "the story name",
 }
-_WI_CARRIED = {"key", "keysecondary", "content", "comment", "constant", "uid", "num", "init"}
-_WI_MEANINGS = {"selective": "secondary keys as an AND condition (they are kept in the card's notes)",
-                "folder": "its world info folder"}
+_WI_CARRIED = {"key", "keysecondary", "content", "comment", "constant", "uid", "num", "init", "selective"}
+_WI_MEANINGS = {"folder": "its world info folder"}
 
 
 def _text(value: Any) -> str:
@@ -83,9 +82,14 @@ def read_koboldai(data: Any, *, fallback_title: str = "") -> Plan:
 
 
 def _card(row: dict) -> dict:
+    """A selective entry fires in KoboldAI when a primary key and any secondary
+    key are both found: here, secondary keys with the "and_any" logic."""
     keys = card_keys(row.get("key"))
     secondary = card_keys(row.get("keysecondary"))
+    selective = row.get("selective") is True
+    unused = ("Secondary keys (not used in KoboldAI, where the entry was not selective): " + ", ".join(secondary)
+              if secondary and not selective else "")
     return {"title": _text(row.get("comment")).strip() or (keys[0] if keys else ""), "keys": keys,
-            "entry": _text(row.get("content")), "card_type": "world info",
-            "notes": ("Secondary keys: " + ", ".join(secondary)) if secondary else "",
-            "constant": row.get("constant") is True}
+            "entry": _text(row.get("content")), "card_type": "world info", "notes": unused,
+            "constant": row.get("constant") is True, "secondary_keys": secondary if selective else [],
+            "logic": "and_any"}

@@ -14,8 +14,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..bundle.plan import Notes
+from ..cards import unusable, unusable_keys
 
-__all__ = ["Macros", "account"]
+__all__ = ["Macros", "account", "report_unusable"]
+# Cards named one by one in the unusable-keys warning; the rest are counted.
+_NAMED = 12
 
 _EMPTY = (None, "", [], {})
 
@@ -31,6 +34,29 @@ def account(notes: Notes, rows: Iterable[Any], carried: Iterable[str], meanings:
         meaning = meanings.get(key, "")
         where = f"on {n} of {len(rows)} {what}" if len(rows) > 1 or what.endswith("s") else f"in the {what}"
         notes.lose(f"`{key}` {where}" + (f": {meaning}" if meaning else ""))
+
+
+def report_unusable(notes: Notes, cards: Iterable[Any]) -> None:
+    """One warning naming every card whose keys can never fire here (a
+    script's syntax), with how many such keys each has: a card imported as
+    written would otherwise stay silent forever."""
+    per_card: list[tuple[str, int]] = []
+    reasons: set[str] = set()
+    for card in cards:
+        bad = unusable_keys([*card.keys, *card.secondary_keys])
+        if bad:
+            per_card.append((card.title.strip() or "(untitled)", len(bad)))
+            reasons.update(unusable(k) for k in bad)
+    if not per_card:
+        return
+    total = sum(n for _, n in per_card)
+    named = ", ".join(f"“{title}” ({n})" for title, n in per_card[:_NAMED])
+    more = f", and {len(per_card) - _NAMED} more cards" if len(per_card) > _NAMED else ""
+    notes.warnings.append(
+        f"{total} key{'s' if total != 1 else ''} on {len(per_card)} card{'s' if len(per_card) != 1 else ''} "
+        f"cannot be evaluated here ({'; '.join(sorted(reasons))}) and will never fire: {named}{more}. "
+        "Rewrite them as plain words or /regex/ keys to make them fire; story_cards() lists them in "
+        "`unusable_keys`.")
 
 
 class Macros:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .detect import NOVELAI
 from ..bundle.errors import BundleRefused
-from .ledger import account
 from ..bundle.plan import Notes, Plan
+from .detect import NOVELAI
+from .ledger import account
 from .worldinfo import Entry, book_parts, book_plan, refuse_unless
 
 __all__ = ["FORMAT_NAME", "read_novelai"]

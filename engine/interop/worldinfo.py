@@ -9,35 +9,37 @@ character card's embedded book (`entries` as a list; `keys`/`secondary_keys`/
 `lorebook_v3` export. A file of any other format is refused by name.
 
 As cards, every entry is kept and fires as it did in SillyTavern: by its keys,
-case-insensitive and whole-word, or always when `constant`; a disabled entry
-is kept switched off. As knowledge, the enabled entries become one Markdown
+case-insensitive and whole-word (a `/regex/flags` key as an expression), or
+always when `constant`; a selective entry keeps its secondary keys and its
+`selectiveLogic` (AND ANY, NOT ALL, NOT ANY, AND ALL); a disabled entry is
+kept switched off. As knowledge, the enabled entries become one Markdown
 source with a section per entry, retrieved by what the scene is about. Every
 other field (order, position, depth, probability, groups...) is listed in
 the report with a count.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..knowledge.chunking import ENTRY_BREAK
-from ..knowledge.intake import safe_filename
-from .detect import SILLYTAVERN, detect
 from ..bundle.errors import BundleRefused
-from .ledger import Macros, account
 from ..bundle.library import card_keys, read_cards, read_knowledge
 from ..bundle.native import read_v1
 from ..bundle.plan import Notes, Plan
+from ..cards import logic_name
+from ..knowledge.chunking import ENTRY_BREAK
+from ..knowledge.intake import safe_filename
+from .detect import detect
+from .ledger import Macros, account
 
 __all__ = ["FORMAT_NAME", "Entry", "book_parts", "book_plan", "entries_of", "markdown", "refuse_unless"]
 
 FORMAT_NAME = "SillyTavern World Info"
 # Fields a card here carries, in either dialect.
 _CARRIED = {"key", "keys", "keysecondary", "secondary_keys", "comment", "name", "content", "disable", "enabled",
-            "constant", "uid", "id", "displayIndex"}
+            "constant", "uid", "id", "displayIndex", "selective", "selectiveLogic", "selective_logic", "use_regex"}
 _MEANINGS = {
-    "selective": "secondary keys as an AND condition (the secondary keys are kept in the card's notes)",
-    "selectiveLogic": "how secondary keys combine (AND ANY / NOT ALL / ...)",
     "order": "insertion order among fired entries (here cards rank with the knowledge library)",
     "insertion_order": "insertion order among fired entries (here cards rank with the knowledge library)",
     "position": "where in the prompt the entry was inserted", "depth": "insertion depth in the chat",
@@ -53,7 +55,6 @@ _MEANINGS = {
     "automationId": "a Quick Reply automation", "addMemo": "the editor's memo toggle",
     "extensions": "tool-specific extension data", "priority": "priority among fired entries",
     "case_sensitive": "case-sensitive keys (here keys are case-insensitive)",
-    "selective_logic": "how secondary keys combine", "use_regex": "keys as regular expressions",
     "characterFilter": "which characters the entry applies to", "probability_percent": "activation probability",
     "outletName": "a named outlet", "triggers": "generation types that trigger it",
     "ignoreBudget": "ignoring the World Info budget", "matchPersonaDescription": "extra scan sources",
@@ -78,6 +79,9 @@ class Entry:
     content: str
     enabled: bool
     constant: bool = False
+    selective: bool = True  # the secondary keys narrow the entry (SillyTavern ignores them when off)
+    logic: str = "and_any"  # one of engine.cards.LOGICS
+    note: str = ""  # what the card's notes should say besides (a RisuAI folder, say)
 
 
 def _text(value: Any) -> str:
@@ -113,12 +117,18 @@ def entries_of(data: Any, notes: Notes, macros: Macros | None = None) -> tuple[s
     if rows is None:
         raise BundleRefused("This is not SillyTavern World Info: it has no `entries`. Nothing was imported.")
     macros = macros or Macros()
-    out = []
+    out, odd_logic = [], 0
     for row in rows:
         if not isinstance(row, dict):
             notes.drop("a World Info entry that was not an object was dropped")
             continue
-        out.append(_entry(row, macros))
+        entry, understood = _entry(row, macros)
+        out.append(entry)
+        odd_logic += not understood
+    if odd_logic:
+        notes.warnings.append(f"{odd_logic} World Info entr{'y has' if odd_logic == 1 else 'ies have'} a "
+                              "`selectiveLogic` that is not one of 0..3 (AND ANY, NOT ALL, NOT ANY, AND ALL); "
+                              "AND ANY, SillyTavern's own default, was used.")
     account(notes, rows, _CARRIED, _MEANINGS, "World Info entries")
     account(notes, [{k: v for k, v in data.items()}], _BOOK_CARRIED, _BOOK_MEANINGS, "book")
     return _text(data.get("name")).strip(), out
@@ -131,12 +141,42 @@ def _position(row: dict) -> tuple:
     return (0,)
 
 
-def _entry(row: dict, macros: Macros) -> Entry:
-    keys = card_keys(row.get("key", row.get("keys")))
+def _logic(row: dict) -> Any:
+    """`selectiveLogic` where each dialect keeps it: on the entry (World Info)
+    or in its `extensions` (a character card's book, as SillyTavern writes it)."""
+    for key in ("selectiveLogic", "selective_logic"):
+        if key in row:
+            return row[key]
+    extensions = row.get("extensions")
+    if isinstance(extensions, dict):
+        for key in ("selectiveLogic", "selective_logic"):
+            if key in extensions:
+                return extensions[key]
+    return 0
+
+
+def _regex_keys(keys: list[str], row: dict) -> list[str]:
+    """A book entry with `use_regex` holds bare patterns: written here as
+    `/pattern/` keys (with `i` unless the entry is case-sensitive), the form
+    SillyTavern and this workbench read as expressions."""
+    if row.get("use_regex") is not True:
+        return keys
+    flags = "" if row.get("case_sensitive") is True else "i"
+    return [k if k.startswith("/") else "/" + re.sub(r"(?<!\\)/", r"\/", k) + "/" + flags for k in keys]
+
+
+def _entry(row: dict, macros: Macros) -> tuple[Entry, bool]:
+    """(the entry, whether its selectiveLogic was understood)."""
+    keys = _regex_keys([macros(k) for k in card_keys(row.get("key", row.get("keys")))], row)
+    secondary = _regex_keys([macros(k) for k in card_keys(row.get("keysecondary", row.get("secondary_keys")))], row)
     enabled = not row.get("disable", False) and row.get("enabled", True) is not False
     title = _text(row.get("comment")).strip() or _text(row.get("name")).strip() or (keys[0] if keys else "")
-    return Entry(title=title, keys=keys, secondary=card_keys(row.get("keysecondary", row.get("secondary_keys"))),
-                 content=macros(_text(row.get("content"))), enabled=enabled, constant=row.get("constant") is True)
+    raw_logic = _logic(row)
+    logic = logic_name(raw_logic)
+    entry = Entry(title=title, keys=keys, secondary=secondary, content=macros(_text(row.get("content"))),
+                  enabled=enabled, constant=row.get("constant") is True, selective=row.get("selective") is not False,
+                  logic=logic or "and_any")
+    return entry, bool(logic) or not secondary
 
 
 def markdown(name: str, entries: list[Entry]) -> str:
@@ -177,13 +217,15 @@ def book_parts(name: str, entries: list[Entry], as_knowledge: bool, classificati
 
 
 def _as_card(e: Entry) -> dict:
-    notes = []
-    if e.secondary:
-        notes.append("Secondary keys: " + ", ".join(e.secondary))
+    notes = [e.note] if e.note else []
+    narrowing = e.secondary if e.selective else []
+    if e.secondary and not e.selective:
+        notes.append("Secondary keys (not used in the tool it came from, where the entry was not selective): "
+                     + ", ".join(e.secondary))
     if not e.enabled:
         notes.append("Disabled in the tool it came from.")
     return {"title": e.title, "keys": e.keys, "entry": e.content, "card_type": "world info", "notes": "\n".join(notes),
-            "constant": e.constant, "enabled": e.enabled}
+            "constant": e.constant, "enabled": e.enabled, "secondary_keys": narrowing, "logic": e.logic}
 
 
 def _as_source(name: str, entries: list[Entry], classification: str, notes: Notes) -> list:

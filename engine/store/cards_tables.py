@@ -18,7 +18,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from .models import Base, utcnow
 
-__all__ = ["StoryCardRow", "migrate", "migrate_triggering"]
+__all__ = ["StoryCardRow", "migrate", "migrate_secondary", "migrate_triggering"]
 
 _DDL = [
     """CREATE TABLE story_cards (
@@ -45,6 +45,14 @@ _TRIGGERING = [
 ]
 
 
+# Secondary keys and the logic that combines them (SillyTavern's selective
+# entries, RisuAI's `secondkey`): a card fires only when its logic holds.
+_SECONDARY = [
+    "ALTER TABLE story_cards ADD COLUMN secondary_keys JSON NOT NULL DEFAULT '[]'",
+    "ALTER TABLE story_cards ADD COLUMN logic VARCHAR(10) NOT NULL DEFAULT 'and_any'",
+]
+
+
 def migrate(db: Connection) -> None:
     """One statement at a time, inside the caller's transaction."""
     for statement in _DDL:
@@ -54,6 +62,12 @@ def migrate(db: Connection) -> None:
 def migrate_triggering(db: Connection) -> None:
     """Cards become live lore: constant, enabled and origin columns."""
     for statement in _TRIGGERING:
+        db.execute(statement)
+
+
+def migrate_secondary(db: Connection) -> None:
+    """Secondary keys and their logic on story cards."""
+    for statement in _SECONDARY:
         db.execute(statement)
 
 
@@ -72,3 +86,6 @@ class StoryCardRow(Base):
     constant: Mapped[bool] = mapped_column(Boolean, default=False)
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     origin: Mapped[str] = mapped_column(String(200), default="")
+    # Keys that narrow the card, and how: "and_any", "not_all", "not_any", "and_all" (engine.cards.LOGICS).
+    secondary_keys: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    logic: Mapped[str] = mapped_column(String(10), default="and_any")

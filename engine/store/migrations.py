@@ -140,7 +140,7 @@ MIGRATIONS: list[Migration] = [
     Migration("v9_active_memory_indexes", memory_tables.migrate_active_indexes),
     Migration("v10_visual_profiles", media_tables.migrate),  # one per entity (engine.media)
     Migration("v11_knowledge_stage_vectors", knowledge_tables.migrate_stage_vectors),  # second-stage vectors
-    Migration("v11_card_secondary_keys", cards_tables.migrate_secondary),  # secondary keys and their logic
+    Migration("v12_card_secondary_keys", cards_tables.migrate_secondary),  # secondary keys and their logic
 ]
 LATEST = len(MIGRATIONS)
 

@@ -106,12 +106,13 @@ def test_world_info_becomes_story_cards(fresh):
     assert camp.title == "Westhaven lore"
     cards = camp.story_cards()
     assert cards["title"].tolist() == ["Mara", "The abbey crypt", "Old draft"]  # SillyTavern's order (uid)
-    assert cards["keys"][1] == ["abbey", "crypt"] and "Secondary keys: north" in cards["notes"][1]
+    assert cards["keys"][1] == ["abbey", "crypt"] and cards["secondary_keys"][1] == ["north"]
+    assert cards["logic"][1] == "and_any"  # no selectiveLogic: SillyTavern's default, AND ANY
     assert "Disabled in the tool it came from." in cards["notes"][2]
     assert cards["constant"].tolist() == [True, False, False] and cards["enabled"].tolist() == [True, True, False]
     carried = " ".join(report.not_carried)
     assert "`order` on 2 of 3 World Info entries" in carried and "`position` on 2 of 3" in carried
-    assert "`selective` on 1 of 3" in carried and "`constant`" not in carried
+    assert "`selective`" not in carried and "`constant`" not in carried
 
 
 def test_world_info_as_knowledge_is_one_markdown_source_that_retrieval_finds(fresh):
@@ -217,8 +218,11 @@ def test_cards_from_an_import_are_live_lore_with_their_constant_flag(fresh):
 
     report = fresh.import_sillytavern(WORLD_INFO)
     with fresh.db.reading() as s:
-        fired = lore_for(s, report.campaign_id, ["We go down into the crypt."], "")
+        fired = lore_for(s, report.campaign_id, ["We go down into the crypt under the north chapel."], "")
+        unnarrowed = lore_for(s, report.campaign_id, ["We go down into the crypt."], "")
     assert [(f.title, f.found_in) for f in fired] == [("Mara", "always"), ("The abbey crypt", "story")]
+    # Selective, AND ANY: the primary key alone is not enough, as in SillyTavern.
+    assert [f.title for f in unnarrowed] == ["Mara"]
 
 
 def test_import_file_takes_a_campaign_bundle_too(fresh, tmp_path):

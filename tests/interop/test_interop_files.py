@@ -39,26 +39,18 @@ def raw(name: str) -> dict | list:
     ("novelai-test-with-keys.lorebook", "novelai", "NovelAI lorebook"),
     ("koboldai-half-life-2.json", "koboldai", "KoboldAI save"),
     ("aidungeon-worldinfo-towns.json", "aidungeon cards", "AI Dungeon"),
-    ("risuai-airisu-lorebook.json", "", "RisuAI lorebook, which is not supported"),
+    ("risuai-airisu-lorebook.json", "risuai", "RisuAI lorebook"),
 ])
 def test_each_real_file_is_recognised_by_its_own_markers(name, fmt, label):
     found = detect(read_any(DATA / name))
     assert found.format == fmt and label in found.label
 
 
-def test_a_risuai_lorebook_is_refused_by_name_and_writes_nothing(counted):
-    wb, census = counted
-    before = census()
-    with pytest.raises(BundleRefused, match="RisuAI lorebook, which is not supported"):
-        wb.import_file(DATA / "risuai-airisu-lorebook.json")
-    assert census() == before
-
-
 # ------------------------------------------------------------------ SillyTavern
 @pytest.mark.parametrize("name, fields", [
-    ("sillytavern-eldoria-2023.json", ("order", "position", "selective")),
+    ("sillytavern-eldoria-2023.json", ("order", "position")),
     ("sillytavern-eldoria-2024.json", ("order", "position", "depth", "probability", "groupWeight", "addMemo",
-                                       "selective", "useProbability")),
+                                       "useProbability")),
 ])
 def test_sillytavern_world_info_arrives_exactly_with_macros_named(fresh, name, fields):
     source = raw(name)["entries"]
