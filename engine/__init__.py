@@ -5,6 +5,7 @@
     camp = wb.new_campaign("Westhaven", premise="...", protagonist="Aldric")
     camp.act("I show Mara the sealed letter.")
 """
+from .bundle import backup  # the backups module, under the name it had before it moved into bundle/
 from .campaign import Campaign
 from .errors import (
     BackupError,
@@ -49,4 +50,5 @@ __all__ = [
     "TurnInProgress",
     "Workbench",
     "WorkbenchError",
+    "backup",
 ]
