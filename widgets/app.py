@@ -29,6 +29,7 @@ from .meter import ContextMeter
 from .panels import PANELS, Factory, build_panels
 from .runner import Runner, describe_error
 from .savepoints import SavePointsBar
+from .speech import ReadAloud, newest_passage
 from .story_view import Cut, StoryView
 
 __all__ = ["CampaignApp"]
@@ -62,9 +63,10 @@ class CampaignApp:
         self.controls = Controls()
         self.keys = KeyBridge()
         self.save_points = SavePointsBar(camp, changed=self.refresh, say=self._say)
+        self.read_aloud = ReadAloud(lambda: newest_passage(self._history))  # widgets/speech.py (issue 31)
         self.panel_box, self.panel_widgets = build_panels(camp, self.panels if panels is None else panels)
-        self.widget = w.VBox([self.story.widget, self.meter.widget, self.controls.widget, self.save_points.widget,
-                              self.panel_box, self.keys])
+        self.widget = w.VBox([self.story.widget, self.meter.widget, self.controls.widget, self.read_aloud.widget,
+                              self.save_points.widget, self.panel_box, self.keys])
         self.widget.add_class("story-workbench-app")
         self._wire()
         for panel in self.panel_widgets:
