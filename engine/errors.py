@@ -14,11 +14,15 @@ __all__ = [
     "CardRefused",
     "ContextOverflow",
     "KnowledgeRefused",
+    "MediaEndpointRefused",
+    "MediaError",
+    "MediaProviderError",
     "NarratorError",
     "NarratorUnavailable",
     "NotADatabase",
     "NotAllowed",
     "NotFound",
+    "ProfileError",
     "SchemaTooNew",
     "TurnCancelled",
     "TurnFailed",
@@ -95,3 +99,24 @@ class KnowledgeRefused(WorkbenchError, ValueError):
 
 class BackupError(WorkbenchError):
     """A backup did not complete; nothing was left behind and the database is untouched."""
+
+
+# ------------------------------------------------------------ media (engine.media, issue 31)
+class MediaError(WorkbenchError, ValueError):
+    """A media request that cannot be made as asked (an unknown kind, a blank
+    provider name, a scene range that is not a depth on the story being read)."""
+
+
+class ProfileError(MediaError):
+    """A visual profile that cannot be stored: an unknown entity, a value too
+    long, or a shape that is not the one described. Nothing was written."""
+
+
+class MediaProviderError(WorkbenchError, RuntimeError):
+    """A media provider failed (its server is down, its program is missing).
+    Media never writes the story, so there is nothing to undo."""
+
+
+class MediaEndpointRefused(MediaError):
+    """A media server address that is not on this machine (or that the
+    narrator's address policy already refuses); nothing was sent."""

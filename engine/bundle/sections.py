@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import ProfileError
 from ..media import profiles
-from ..media.errors import ProfileError
 from ..memory.authority import ACCEPTED, HEURISTIC, classify_authority
 from ..story.tree import RESTING
 from .errors import BundleRefused

@@ -17,8 +17,8 @@ the head or records an event:
 - `view`: a packet as a table for a notebook;
 - `espeak` (imported only when asked): narration read aloud offline.
 """
+from ..errors import MediaEndpointRefused, MediaError, MediaProviderError, ProfileError
 from .endpoints import check_endpoint, endpoint_rejection_reason
-from .errors import MediaEndpointRefused, MediaError, MediaProviderError, ProfileError
 from .profiles import all_profiles, delete_profile, profile, set_profile
 from .providers import (
     AUDIO,

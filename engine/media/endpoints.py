@@ -13,9 +13,9 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit
 
+from ..errors import MediaEndpointRefused
 from ..providers import endpoints
 from ..providers.endpoints import Resolver
-from .errors import MediaEndpointRefused
 
 __all__ = ["check_endpoint", "endpoint_rejection_reason"]
 

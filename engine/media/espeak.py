@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import MediaError, MediaProviderError
+from ..errors import MediaError, MediaProviderError
 from .providers import SPEECH, MediaResult, ProviderCapabilities
 from .providers import register as _register
 

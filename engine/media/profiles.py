@@ -24,12 +24,11 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from ..errors import NotFound
+from ..errors import NotFound, ProfileError
 from ..narrative import model
 from ..store import CampaignRow, Database
 from ..store.media_tables import VisualProfileRow
 from ..store.models import utcnow
-from .errors import ProfileError
 
 __all__ = [
     "MAX_DESCRIPTORS",

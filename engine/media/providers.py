@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import MediaError
+from ..errors import MediaError
 
 __all__ = [
     "AUDIO",

@@ -22,11 +22,10 @@ import copy
 import re
 from typing import Any
 
-from ..errors import NotFound
+from ..errors import MediaError, NotFound
 from ..narrative import model
 from ..store import CampaignRow, Database
 from ..story.lineage import branch_table, path_to
-from .errors import MediaError
 from .profiles import by_key
 
 __all__ = [

@@ -36,7 +36,6 @@ from engine.media import (
     speaker,
     unregister,
 )
-from engine.providers.endpoints import EndpointRefused
 from engine.store import NodeRow
 
 
@@ -196,7 +195,7 @@ def test_a_lan_address_is_refused_for_media_in_a_sentence():
     assert "on this machine" in reason and "192.168.1.50" in reason
     with pytest.raises(MediaEndpointRefused) as refused:
         check_endpoint("http://192.168.1.50:8188")
-    assert isinstance(refused.value, EndpointRefused) and isinstance(refused.value, WorkbenchError)
+    assert isinstance(refused.value, MediaError) and isinstance(refused.value, WorkbenchError)
     assert str(refused.value).startswith("That media endpoint can't be used: a media provider endpoint must be")
 
 
