@@ -184,8 +184,8 @@ def set_profile(db: Database, campaign_id: int, key: str, descriptors: Any = Non
         if row is None:
             session.add(VisualProfileRow(campaign_id=campaign_id, entity_key=key, **values))
         else:
-            row.descriptors, row.features, row.style_notes = values["descriptors"], values["features"], \
-                values["style_notes"]
+            for name, value in values.items():
+                setattr(row, name, value)
             row.updated_at = utcnow()
     return values
 
