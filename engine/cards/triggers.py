@@ -168,7 +168,7 @@ def _words(key: str) -> str | None:
     that must be present in a text for the key to match it. None for a key
     that must always be searched (an expression, or no word characters)."""
     key = key.strip()
-    if _expression(key) is not None:
+    if _expression(key) is not None or unusable(key):
         return None
     words = _WORD.findall(key.lower())
     return " ".join(words) if 0 < len(words) <= _MAX_WORDS else None

@@ -96,9 +96,13 @@ def check_connection(settings, narrator=None, client: httpx.Client | None = None
     # would say "verified" about a server restarted with a smaller one.
     peek = getattr(narrator, "peek_window", None)
     window = peek() if peek else windows.probe(client, base, model, declared=settings.context_window_override)
-    found = any(windows.model_matches(model, e["id"], e.get("aliases")) for e in entries) if model else None
+    entry, candidates = windows.find_model(model, entries) if model else (None, [])
+    found = (entry is not None) if model else None
     warning = _changed(window) + (window_warning(window, budget, model) or "")
-    if found is False:
+    if candidates:
+        warning = (f"The model name '{model}' is ambiguous: it begins {len(candidates)} of the models the server "
+                   f"offers ({', '.join(candidates)}); give more of the name. ") + warning
+    elif found is False:
         warning = f"The server does not offer a model named '{model}' (it offers: {', '.join(models) or 'none'}). " + warning
     return ConnectionReport("endpoint", base, model, True, models, found, window.as_dict(), budget, warning or None)
 

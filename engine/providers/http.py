@@ -8,10 +8,17 @@ through a byte limit that applies after decompression, so neither a
 gigabyte-long line nor a gzip bomb can fill the notebook's memory. Tests
 pass their own inner transport or talk to a real loopback server through
 the same path.
+
+Redirects are never followed (httpx does not by default, and no client here
+asks it to): the address a redirect names was never judged by the policy,
+and following it would carry the request, story included, wherever a
+server points. A redirect is refused in words instead (`RedirectRefused`),
+naming the address it pointed to, rather than read as an empty answer.
 """
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from collections.abc import Iterator
 
@@ -20,8 +27,8 @@ import httpx
 
 from .endpoints import EndpointRefused, PinnedBackend, Resolver, rejection_reason, syntax_reason
 
-__all__ = ["CONNECT_TIMEOUT", "MAX_BODY", "PROBE_BODY", "PinnedTransport", "PolicyTransport", "ResponseRefused", "bounded",
-           "bounded_timeout", "make_client", "read_json"]
+__all__ = ["CONNECT_TIMEOUT", "MAX_BODY", "PROBE_BODY", "PinnedTransport", "PolicyTransport", "RedirectRefused",
+           "ResponseRefused", "bounded", "bounded_timeout", "make_client", "read_json"]
 
 CONNECT_TIMEOUT = 1.5
 MIN_TIMEOUT, MAX_TIMEOUT = 30.0, 3600.0
@@ -35,10 +42,34 @@ MAX_BODY = 16 * 1024 * 1024
 PROBE_BODY = 4 * 1024 * 1024
 _INFLATE_STEP = 64 * 1024
 _INFLATABLE = {"gzip": 31, "x-gzip": 31, "deflate": 15}
+_REDIRECTS = {301: "moved permanently", 302: "found elsewhere", 303: "see other", 307: "temporary redirect",
+              308: "permanent redirect"}
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class ResponseRefused(httpx.TransportError):
     """The server's answer broke a size or format bound; reading stopped."""
+
+
+class RedirectRefused(ResponseRefused):
+    """The server answered with a redirect, which the workbench does not follow."""
+
+
+def redirect_refusal(response: httpx.Response, url: str) -> RedirectRefused:
+    """Words for a redirect: the status, where it pointed, why it is not followed."""
+    status = response.status_code
+    location = _UNPRINTABLE.sub("", response.headers.get("location", ""))[:300]
+    if location:
+        try:
+            location = str(httpx.URL(url).join(location))
+        except (httpx.InvalidURL, ValueError):
+            pass  # shown as the server wrote it
+    where = f"to {location}" if location else "without saying where (no Location header)"
+    return RedirectRefused(
+        f"{url} answered HTTP {status} ({_REDIRECTS.get(status, 'a redirect')}), a redirect {where}. The workbench "
+        "does not follow redirects: the address a redirect names was never checked against the endpoint policy "
+        "(local and LAN hosts only), and following it would send the request, and the story in it, there. If "
+        "your server now lives at that address, configure the endpoint with it yourself.")
 
 
 def bounded_timeout(seconds: float) -> float:
@@ -133,7 +164,12 @@ class PolicyTransport(httpx.BaseTransport):
         reason = syntax_reason(url) if self.pinned else rejection_reason(url)
         if reason:
             raise EndpointRefused(f"That endpoint can't be used: {reason}.", request=request)
-        return bounded(self.inner.handle_request(request), request, self.limit)
+        response = self.inner.handle_request(request)
+        if response.status_code in _REDIRECTS:
+            refusal = redirect_refusal(response, url)
+            response.close()
+            raise refusal
+        return bounded(response, request, self.limit)
 
     def close(self) -> None:
         self.inner.close()

@@ -20,7 +20,6 @@ import httpx
 from ..budget.window import (
     DECLARED,
     EMBEDDED,
-    FROM_SERVER,
     LOADED,
     MODELS,
     PARAMETERS,
@@ -28,7 +27,6 @@ from ..budget.window import (
     UNKNOWN,
     Window,
     effective_budget,
-    safety_reserve,
     with_ratio,
 )
 from .endpoints import EndpointRefused, rejection_reason
@@ -48,6 +46,7 @@ __all__ = [
     "cache_clear",
     "effective_budget",
     "ensure_window",
+    "find_model",
     "model_matches",
     "native_base",
     "probe",
@@ -92,6 +91,29 @@ def model_matches(wanted: str, offered: str, aliases=()) -> bool:
     names = {offered, *[a for a in aliases or () if isinstance(a, str)]}
     names |= _file_names(offered)
     return bool(({wanted} | _file_names(wanted)) & names)
+
+
+def find_model(wanted: str, entries) -> tuple[dict | None, list[str]]:
+    """(the entry of a server's model list that `wanted` names, the candidates
+    when it names several). An exact name (model_matches) wins; otherwise a
+    name that begins a GGUF file's name, up to a `.`, `-` or `_`, finds it
+    when it is the only one: "SmolLM2-135M-Instruct" is the server started
+    with SmolLM2-135M-Instruct.Q4_1.gguf. Two files it begins make it
+    ambiguous: no entry, and both names, so the refusal can list them."""
+    entries = [e for e in entries or () if isinstance(e, dict) and isinstance(e.get("id"), str)]
+    if not wanted:
+        return None, []
+    for entry in entries:
+        if model_matches(wanted, entry["id"], entry.get("aliases")):
+            return entry, []
+    begun = [e for e in entries if any(_begins(wanted, n) for n in _file_names(e["id"]))]
+    if len(begun) == 1:
+        return begun[0], []
+    return None, [e["id"] for e in begun]
+
+
+def _begins(wanted: str, name: str) -> bool:
+    return len(name) > len(wanted) and name.startswith(wanted) and name[len(wanted)] in "._-"
 
 
 def _file_names(name: str) -> set[str]:
@@ -152,11 +174,10 @@ def _openai_models(client: httpx.Client, base: str, model: str) -> Window | None
     status, body = _get(client, "GET", f"{base.rstrip('/')}/models")
     if status != 200 or not isinstance(body, dict):
         return None
-    for entry in body.get("data") or []:
-        if isinstance(entry, dict) and model_matches(model, entry.get("id"), entry.get("aliases")):
-            tokens = _positive_int(entry.get("max_model_len"))
-            if tokens:
-                return Window(tokens, MODELS, tokens, f"{tokens:,} tokens, the server's max_model_len", True)
+    entry, _ = find_model(model, body.get("data") or [])
+    tokens = _positive_int(entry.get("max_model_len")) if entry else None
+    if tokens:
+        return Window(tokens, MODELS, tokens, f"{tokens:,} tokens, the server's max_model_len", True)
     return None
 
 

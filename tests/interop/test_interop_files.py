@@ -308,3 +308,96 @@ def test_a_v1_card_the_root_fields_of_a_real_v2_file(fresh):
     carried_fields = {"name", "description", "personality", "scenario", "first_mes"}
     expected = [k for k, v in v1.items() if k not in carried_fields and v not in ("", None, [], {})]
     assert expected and all(f"`{k}` in the card" in carried for k in expected), expected
+
+
+# ------------------------------------------------------------------ RisuAI
+def _risu_entries() -> list:
+    return [e for e in raw("risuai-airisu-lorebook.json") if e["mode"] != "folder"]
+
+
+@pytest.mark.parametrize("shape", ["as saved", "exported", "module"])
+def test_a_risuai_lorebook_arrives_as_cards_with_its_keys_and_exact_text(fresh, tmp_path, shape):
+    """The real list RisuAI keeps in a save folder, and the same entries in
+    the two wrappers RisuAI writes: its lorebook export and a module."""
+    saved = raw("risuai-airisu-lorebook.json")
+    document = {"as saved": saved, "exported": {"type": "risu", "ver": 1, "data": saved},
+                "module": {"type": "risuModule", "name": "Airisu", "lorebook": saved, "regex": [{"in": "a"}]}}[shape]
+    path = tmp_path / "airisu.json"
+    path.write_text(json.dumps(document, ensure_ascii=False), encoding="utf-8")
+    report = fresh.import_file(path)
+    assert report.format == "RisuAI lorebook"
+    cards = fresh.campaign(report.campaign_id).story_cards()
+    entries = _risu_entries()
+    assert cards["title"].tolist() == [e["comment"] for e in entries]  # the folders became no card
+    for row, entry in zip(cards.itertuples(), entries, strict=True):
+        assert row.entry == entry["content"]  # byte-exact
+        assert row.keys == [k.strip() for k in entry["key"].split(",")]
+        assert row.secondary_keys == ([k.strip() for k in entry["secondkey"].split(",")] if entry["selective"] else [])
+        assert row.logic == "and_any" and row.constant is entry["alwaysActive"]
+    assert cards["notes"][0] == "In the RisuAI folder “🌍 세계관 폴더”."
+    carried = " ".join(report.not_carried)
+    with_options = sum(1 for e in entries if e.get("extentions"))
+    assert "`insertorder` on 6 of 6 lorebook entries" in carried and f"`extentions` on {with_options} of 6" in carried
+    assert any("2 RisuAI folders became no card" in w for w in report.warnings)
+    if shape == "module":
+        assert "`regex` in the file: regex scripts" in carried and fresh.campaign(report.campaign_id).title == "Airisu"
+
+
+def test_risuai_cards_fire_as_in_risuai(fresh):
+    """A selective entry needs a key and a secondary key, as RisuAI asks;
+    an always-active one is always there."""
+    from engine.cards import lore_for
+
+    report = fresh.import_file(DATA / "risuai-airisu-lorebook.json")
+    always = {e["comment"] for e in _risu_entries() if e["alwaysActive"]}
+    night_city = "주요 장소 - 나이트 시티"  # keys: location, place...; secondary: Night City, city...
+
+    def fired(text):
+        with fresh.db.reading() as s:
+            return {f.title for f in lore_for(s, report.campaign_id, [text], "")}
+
+    assert fired("The location is Night City.") == always | {night_city}
+    assert fired("The location is quiet.") == always  # the key alone is not enough
+    assert len(always) == 2
+
+
+def test_a_risuai_preset_is_refused_by_name_and_writes_nothing(counted):
+    wb, census = counted
+    before = census()
+    with pytest.raises(BundleRefused, match="RisuAI preset or settings file"):
+        wb.import_file({"type": "risu", "ver": 1, "data": {"name": "Memory", "settings": {}}})
+    assert census() == before
+
+
+# ------------------------------------------------------------------ keys in a script's syntax
+def test_the_skyrim_world_infos_script_keys_are_reported_and_shown_as_never_firing(fresh):
+    """The public Skyrim World Info writes keys such as `Honeywood#[t=5l=5f=2S=2]`
+    for a script: they cannot fire here, and the import says so by card."""
+    from engine.cards import lore_for
+
+    source = raw("aidungeon-worldinfo-towns.json")
+    report = fresh.import_file(DATA / "aidungeon-worldinfo-towns.json")
+    (warning,) = [w for w in report.warnings if "never fire" in w]
+    assert warning.startswith(f"{len(source)} keys on {len(source)} cards") and "“Honeywood” (1)" in warning
+    cards = fresh.campaign(report.campaign_id).story_cards()
+    assert cards["unusable_keys"].tolist() == [[e["keys"]] for e in source]
+    assert cards["title"][0] == "Honeywood" and cards["entry"].tolist() == [e["entry"] for e in source]
+    with fresh.db.reading() as s:
+        assert lore_for(s, report.campaign_id, ["We ride to Honeywood and Dragon Bridge."], "") == []
+
+
+# ------------------------------------------------------------------ every field of a card
+def test_a_character_books_name_is_carried(fresh):
+    data = raw("v2-seraphina.json")["data"]
+    report = fresh.import_file(DATA / "v2-seraphina.json")
+    cards = fresh.campaign(report.campaign_id).story_cards()
+    book = data["character_book"]["name"]
+    assert book == "Eldoria" and all(o.endswith(f"lorebook “{book}”") for o in cards["origin"][1:])
+    as_knowledge = fresh.import_file(DATA / "v2-seraphina.json", as_knowledge=True)
+    with fresh.db.reading() as s:
+        from engine.store.knowledge_tables import KnowledgeSourceRow
+        from sqlalchemy import select
+
+        titles = s.scalars(select(KnowledgeSourceRow.title)
+                           .where(KnowledgeSourceRow.campaign_id == as_knowledge.campaign_id)).all()
+    assert titles == [book]

@@ -156,3 +156,122 @@ def test_a_server_that_answers_whole_instead_of_streaming_is_still_read(api_mode
         chunks = run(OpenAINarrator(server.base, "story-model", api_mode=api_mode))
     assert "".join(c.text for c in chunks if isinstance(c, Text)) == "The door opens."
     assert chunks[-1].prompt_tokens == 120
+
+
+# ------------------------------------------------------------------ redirects
+class _Redirecting:
+    """A loopback server that answers every request with one redirect status,
+    pointing at `target`; `hits` counts what it was asked."""
+
+    def __init__(self, status: int, target: str | None):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        owner = self
+        self.hits: list[str] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _answer(self):
+                owner.hits.append(self.path)
+                length = int(self.headers.get("content-length") or 0)
+                self.rfile.read(length)
+                self.send_response(status)
+                if target is not None:
+                    self.send_header("Location", target)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_GET = do_POST = _answer
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("status", [301, 302, 307])
+def test_a_redirect_is_reported_with_where_it_pointed_and_never_followed(status, tmp_path):
+    """A redirecting server used to give "The narrator returned no story
+    text". Now the turn says it was a redirect, where to, and why it is not
+    followed; the address it names receives nothing."""
+    from engine import TurnFailed, Workbench
+
+    with FakeServer() as elsewhere, _Redirecting(status, f"{elsewhere.base}/chat/completions") as server:
+        with pytest.raises(NarratorError) as refused:
+            run(OpenAINarrator(server.base, "story-model"))
+        message = str(refused.value)
+        assert f"HTTP {status}" in message and "redirect" in message
+        assert f"{elsewhere.base}/chat/completions" in message and "does not follow redirects" in message
+        wb = Workbench.open(tmp_path / "redirect.db", background=False)
+        wb.configure(endpoint=server.base, model="story-model", embedder="none")
+        report = wb.test_connection()
+        assert not report.reachable and f"HTTP {status}" in report.detail and elsewhere.base in report.detail
+        camp = wb.new_campaign("Quay", opening="The bells have not rung.")
+        with pytest.raises(TurnFailed, match="redirect"):
+            camp.act("open the door")
+        assert [n.kind for n in camp.history()] == ["start"]  # nothing written
+        wb.close()
+        assert server.hits and elsewhere.requests == []
+
+
+def test_a_redirect_without_a_location_says_so():
+    with _Redirecting(302, None) as server, pytest.raises(NarratorError, match="no Location header"):
+        run(OpenAINarrator(server.base, "story-model"))
+
+
+def test_a_relative_redirect_is_shown_as_the_address_it_means():
+    with _Redirecting(307, "/elsewhere/v1/chat/completions") as server, pytest.raises(NarratorError) as refused:
+        run(OpenAINarrator(server.base, "story-model"))
+    assert server.base.removesuffix("/v1") + "/elsewhere/v1/chat/completions" in str(refused.value)
+
+
+# ------------------------------------------------------------------ model names
+LLAMA_PATH = "/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@pytest.mark.parametrize("wanted, offered, found, candidates", [
+    ("SmolLM2-135M-Instruct.Q4_1.gguf", [LLAMA_PATH], LLAMA_PATH, []),       # the file name
+    ("SmolLM2-135M-Instruct.Q4_1", [LLAMA_PATH], LLAMA_PATH, []),            # its stem
+    ("SmolLM2-135M-Instruct", [LLAMA_PATH], LLAMA_PATH, []),                 # a unique prefix, up to a dot
+    ("SmolLM2", [LLAMA_PATH], LLAMA_PATH, []),                               # ... or a dash
+    ("SmolLM", [LLAMA_PATH], None, []),                                      # not at a boundary
+    ("smollm2-135m-instruct", [LLAMA_PATH], None, []),                       # names are case-sensitive
+    ("SmolLM2-135M-Instruct", [LLAMA_PATH, "/models/SmolLM2-135M-Instruct.Q8_0.gguf"], None,
+     [LLAMA_PATH, "/models/SmolLM2-135M-Instruct.Q8_0.gguf"]),              # ambiguous: both named
+    ("SmolLM2-135M-Instruct.Q8_0", [LLAMA_PATH, "/models/SmolLM2-135M-Instruct.Q8_0.gguf"],
+     "/models/SmolLM2-135M-Instruct.Q8_0.gguf", []),                        # an exact stem wins
+    ("qwen2.5", ["qwen2.5:7b"], None, []),                                   # Ollama tags match exactly
+])
+def test_a_model_is_found_by_a_unique_prefix_of_its_file_name(wanted, offered, found, candidates):
+    from engine.providers.window import find_model
+
+    entry, ambiguous = find_model(wanted, [{"id": o} for o in offered])
+    assert (entry["id"] if entry else None) == found and ambiguous == candidates
+
+
+def test_the_connection_test_finds_a_prefix_and_refuses_an_ambiguous_one(tmp_path):
+    from engine import Workbench
+
+    with FakeServer(Script(kind="llamacpp", models=[LLAMA_PATH])) as server:
+        wb = Workbench.open(tmp_path / "prefix.db", background=False)
+        wb.configure(endpoint=server.base, model="SmolLM2-135M-Instruct", embedder="none")
+        report = wb.test_connection()
+        assert report.ok and report.model_found and "does not offer" not in (report.warning or "")
+        server.script.models = [LLAMA_PATH, "/models/SmolLM2-135M-Instruct.Q8_0.gguf"]
+        report = wb.test_connection()
+        assert not report.ok and report.model_found is False
+        assert "ambiguous" in report.warning and LLAMA_PATH in report.warning and "Q8_0.gguf" in report.warning
+        wb.close()

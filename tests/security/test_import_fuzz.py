@@ -29,8 +29,7 @@ from hostile import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import Workbench
-from engine import interop
+from engine import Workbench, interop
 from engine.bundle import BundleRefused, facade, load, validate
 from engine.errors import WorkbenchError
 
@@ -200,3 +199,97 @@ def test_other_tools_files_are_total(importer, document, target, tmp_path_factor
         assert exported.importable, exported.warning
 
     check()
+
+
+# ------------------------------------------------------------------ the arguments, not the file
+# What a caller can pass besides the file: placeholder answers, ids, names,
+# flags and paths, each also hostile. A lone surrogate in an answer used to
+# reach the database and end in a raw UnicodeEncodeError (12 of 400 fuzzed
+# AI Dungeon imports).
+ARGUMENT_VALUES = [None, True, False, 0, 1, -1, 2**63, 2**70, 1.5, float("nan"), "", "x", "\ud800", "a\udfffb",
+                   "\x00", "x" * 20_000, [], {}, ["\ud800"], {"\ud800": "x"}, {"Name?": "\ud800"}, {"Name?": 7},
+                   {"Name?": ["x"]}, {1: "x"}, {"Name?": "Ila"}, b"\xff", object()]
+OPTIONS = {
+    "file": {"campaign_id": None, "as_knowledge": None, "classification": None, "answers": None,
+             "character_as": ["cast", "protagonist", "premise"], "protagonist": ["Ila"]},
+    "ai_dungeon": {"campaign_id": None, "as_knowledge": None, "classification": None, "answers": None},
+    "sillytavern": {"campaign_id": None, "as_knowledge": None, "classification": None, "protagonist": ["Ila"]},
+    "campaign": {},
+}
+
+
+@pytest.fixture(scope="module")
+def argument_files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("argument-files")
+    for name, document in (("scenario.json", SCENARIO), ("world.json", WORLD_INFO), ("card.json", CHARACTER_CARD)):
+        (folder / name).write_text(json.dumps(document))
+    return folder
+
+
+@st.composite
+def import_calls(draw, folder, campaign_id):
+    kind = draw(st.sampled_from(sorted(OPTIONS)))
+    real = [folder / "scenario.json", folder / "world.json", folder / "card.json", str(folder / "scenario.json"),
+            SCENARIO, WORLD_INFO, CHARACTER_CARD]
+    hostile_paths = [str(folder / "\ud800.json"), str(folder / "nul\x00.json"), "x" * 5000, str(folder),
+                     str(folder / "missing.json"), folder / "a\udcff.json", 42, None, 1.5, object()]
+    source = draw(st.sampled_from(real + hostile_paths))
+    options = {}
+    for name, good in OPTIONS[kind].items():
+        if draw(st.booleans()):
+            options[name] = draw(st.sampled_from([*ARGUMENT_VALUES, campaign_id, *(good or [])]))
+    return kind, source, options
+
+
+def _importer(kind):
+    return {"file": interop.import_file, "ai_dungeon": interop.import_ai_dungeon,
+            "sillytavern": interop.import_sillytavern,
+            "campaign": lambda db, source, **_: facade.import_campaign(db, source)}[kind]
+
+
+def test_no_import_argument_ends_in_a_raw_error(target, argument_files):
+    """Property over the arguments of import_file, import_ai_dungeon,
+    import_sillytavern and import_campaign: an import lands, or it is
+    refused with a sentence (a WorkbenchError) and writes nothing."""
+    campaign_id = target.new_campaign("Argument target").id
+    outcome = {"refused": 0, "imported": 0}
+
+    @settings(max_examples=400, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(import_calls(argument_files, campaign_id))
+    def check(call):
+        kind, source, options = call
+        before = census(target.db.path)
+        try:
+            _timed(lambda: _importer(kind)(target.db, source, **options))
+        except WorkbenchError as refused:
+            assert census(target.db.path) == before, "a refused import wrote rows"
+            message = str(refused)
+            assert len(message) > 20 and message.strip().endswith((".", ")")), message
+            message.encode("utf-8")  # printable: no lone surrogate echoed back
+            outcome["refused"] += 1
+            return
+        outcome["imported"] += 1
+
+    check()
+    assert outcome["refused"] and outcome["imported"], outcome
+
+
+@pytest.mark.parametrize("importer, source, options, words", [
+    ("ai_dungeon", SCENARIO, {"answers": {"Name?": "\ud800"}}, "lone surrogate"),
+    ("ai_dungeon", SCENARIO, {"answers": {"\ud800": "Ila"}}, "lone surrogate"),
+    ("ai_dungeon", SCENARIO, {"answers": ["Ila"]}, "answers must be a dict"),
+    ("file", SCENARIO, {"campaign_id": 2**70}, "campaign_id must be a campaign's id"),
+    ("file", SCENARIO, {"campaign_id": True}, "campaign_id must be a campaign's id"),
+    ("file", CHARACTER_CARD, {"protagonist": "a\ud800"}, "protagonist holds a lone surrogate"),
+    ("sillytavern", WORLD_INFO, {"as_knowledge": "yes"}, "as_knowledge must be True or False"),
+    ("file", CHARACTER_CARD, {"character_as": ["cast"]}, "character_as must be one of"),
+    ("file", "\ud800.json", {}, "no file name can hold"),
+    ("campaign", "\ud800.json", {}, "no file name can hold"),
+    ("campaign", "nul\x00.json", {}, "NUL"),
+])
+def test_hostile_arguments_are_refused_in_words(target, importer, source, options, words):
+    before = census(target.db.path)
+    with pytest.raises(BundleRefused, match=words):
+        _importer(importer)(target.db, source, **options)
+    assert census(target.db.path) == before
