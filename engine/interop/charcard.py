@@ -219,6 +219,7 @@ def read_character_card(card: Any, *, character_as: str = "cast", protagonist: s
         cards = cast_cards + cards
     account(notes, [data], _CARRIED, _MEANINGS, "card")
     _name_assets(notes, data, archive)
+    _name_risuai(notes, data)
     if spec != "v1":
         account(notes, [card], _ROOT_CARRIED, _ROOT_MEANINGS, "file (outside the card's data)")
     macros.report(notes)
@@ -241,6 +242,18 @@ def _name_assets(notes: Notes, data: dict, archive: list[str] | None) -> None:
         more = f", and {len(archive) - _ASSETS_NAMED} more" if len(archive) > _ASSETS_NAMED else ""
         notes.lose(f"{len(archive)} file{'s' if len(archive) != 1 else ''} in the .charx archive besides card.json "
                    f"(not carried): {named}{more}")
+
+
+def _name_risuai(notes: Notes, data: dict) -> None:
+    """A RisuAI export keeps its own data in `extensions.risuai` (scripts,
+    emotion images, image-generation settings...): named field by field."""
+    extensions = data.get("extensions")
+    risu = extensions.get("risuai") if isinstance(extensions, dict) else None
+    if isinstance(risu, dict):
+        fields = sorted(k for k, v in risu.items() if v not in (None, "", [], {}, False))
+        if fields:
+            notes.lose("RisuAI's own data in the card (`extensions.risuai`; scripts are never run here): "
+                       + ", ".join(f"`{f}`" for f in fields))
 
 
 def _cast_card(data: dict, name: str, portrait: str) -> dict:

@@ -41,6 +41,9 @@ LABELS = {
 
 _PNG = b"\x89PNG\r\n\x1a\n"
 _ZIP = b"PK\x03\x04"
+_JPEG = b"\xff\xd8\xff"
+_ZIP_END = b"PK\x05\x06"  # a zip's end-of-directory record, in its last 64 KB + 22 bytes
+_ZIP_TAIL = 65_557
 _RISU_ENTRY = {"insertorder", "alwaysActive", "secondkey"}
 _CARD_V1 = {"first_mes", "mes_example"}
 
@@ -74,6 +77,9 @@ def detect_bytes(raw: bytes) -> Detected | None:
         return Detected(CHARACTER_CARD, "a character card in a PNG image", "png")
     if raw.startswith(_ZIP):
         return Detected(CHARACTER_CARD, "a character card archive (.charx)", "charx")
+    if raw.startswith(_JPEG) and _ZIP_END in raw[-_ZIP_TAIL:]:
+        # RisuAI writes .charx as a JPEG with the zip after it, so the file shows as a picture.
+        return Detected(CHARACTER_CARD, "a character card archive (.charx, after a JPEG image)", "charx")
     return None
 
 

@@ -53,7 +53,7 @@ def test_a_regex_key_fires_a_card_through_the_index():
 
 
 # ------------------------------------------------------------------ selective logic
-# SillyTavern's own cases for world_info_logic (primary "magic", secondary
+# The rule of SillyTavern's world-info.js (matchSecondaryKeys) for world_info_logic (primary "magic", secondary
 # "fire" and "ice"): which scans fire under which logic.
 @pytest.mark.parametrize("logic, text, hit", [
     ("and_any", "magic fire", True), ("and_any", "magic wind", False),

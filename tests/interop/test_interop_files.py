@@ -134,12 +134,37 @@ def test_itxt_chunks_and_ccv3_preferred_over_chara(fresh):
 
 
 def test_a_charx_archive(fresh, tmp_path):
+    """No public .charx was found (SOURCES.md): this one is built from the
+    real Seraphina card and its picture, and names its asset."""
     path = tmp_path / "seraphina.charx"
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("card.json", (DATA / "v2-seraphina.json").read_bytes())
         archive.writestr("assets/icon/main.png", (DATA / "v2-seraphina-small.png").read_bytes())
     report = fresh.import_file(path)
     assert report.format == "character card (chara_card_v2)" and report.counts["story_cards"] == 5
+    assert any("1 file in the .charx archive besides card.json" in n and "assets/icon/main.png" in n
+               for n in report.not_carried)
+
+
+def test_a_v3_charx_names_each_asset_and_risus_jpeg_prefixed_archive_reads_too(fresh, tmp_path):
+    """The real Default-chan v3 card with its own picture as the icon asset,
+    as a plain zip and as RisuAI writes it (a JPEG, then the zip)."""
+    card = json.loads(base64.b64decode(Image.open(DATA / "ccv3-default-chan.png").text["ccv3"]))
+    card["data"]["assets"] = [{"type": "icon", "uri": "embeded://assets/icon/images/main.png", "name": "main",
+                               "ext": "png"}]
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w") as archive:
+        archive.writestr("card.json", json.dumps(card))
+        archive.writestr("assets/icon/images/main.png", (DATA / "ccv3-default-chan.png").read_bytes())
+    jpeg = io.BytesIO()
+    Image.new("RGB", (4, 4)).save(jpeg, "JPEG")
+    for name, raw_bytes in (("plain.charx", packed.getvalue()), ("risu.charx", jpeg.getvalue() + packed.getvalue())):
+        (tmp_path / name).write_bytes(raw_bytes)
+        report = fresh.import_file(tmp_path / name)
+        assert report.format == "character card (chara_card_v3)" and report.title == "Default-chan"
+        carried = " ".join(report.not_carried)
+        assert "the card's 1 asset" in carried and "icon “main” (embeded://assets/icon/images/main.png)" in carried
+        assert "assets/icon/images/main.png" in carried
 
 
 def test_a_card_book_as_knowledge(fresh):
@@ -395,9 +420,22 @@ def test_a_character_books_name_is_carried(fresh):
     assert book == "Eldoria" and all(o.endswith(f"lorebook “{book}”") for o in cards["origin"][1:])
     as_knowledge = fresh.import_file(DATA / "v2-seraphina.json", as_knowledge=True)
     with fresh.db.reading() as s:
-        from engine.store.knowledge_tables import KnowledgeSourceRow
         from sqlalchemy import select
+
+        from engine.store.knowledge_tables import KnowledgeSourceRow
 
         titles = s.scalars(select(KnowledgeSourceRow.title)
                            .where(KnowledgeSourceRow.campaign_id == as_knowledge.campaign_id)).all()
     assert titles == [book]
+
+
+def test_a_risuai_character_export_names_risus_own_data(fresh):
+    """RisuAI exports characters as cards whose book is read like any other;
+    its own data under `extensions.risuai` is named field by field."""
+    card = raw("v2-seraphina.json")
+    card["data"]["extensions"] = {"risuai": {"customScripts": [{"in": "x", "out": "y"}], "triggerscript": [],
+                                             "sdData": [["always", "solo"]], "utilityBot": False}}
+    report = fresh.import_file(card)
+    assert report.counts["story_cards"] == 5
+    (line,) = [n for n in report.not_carried if "extensions.risuai" in n]
+    assert "`customScripts`, `sdData`" in line and "triggerscript" not in line
