@@ -25,9 +25,10 @@ $(STAMP): pyproject.toml scripts/build-llama.sh
 	touch $(STAMP)
 
 # A free port, notebooks/play.ipynb opened, the whole project in the file
-# browser; notebooks/ is saved as sources only (see scripts/play.py).
+# browser; notebooks/ is saved as sources only, and the campaign file lives in
+# ~/.local/share/story-workbench/play.db (see scripts/play.py; DB=path chooses another).
 play: setup
-	$(PY) scripts/play.py
+	$(PY) scripts/play.py $(if $(DB),--db "$(DB)")
 
 # The browser test drives Debian's Chromium (Playwright never downloads one).
 browser-deps:

@@ -22,7 +22,7 @@ class Message(w.HTML):
             self.value = ""
             return
         colour, role = ("#b00020", "alert") if error else ("#555", "status")
-        self.value = html.tag("p", text, role=role, style=f"color:{colour};margin:.2em 0")
+        self.value = html.tag("p", text, role=role, style=f"color:{colour};margin:.2em 0;line-height:1.4")
 
 
 def attempt(action: Callable[[], object], message: Message, done: str = "") -> bool:

@@ -175,4 +175,4 @@ class Controls:
             return
         colour = "#b00020" if error else "#555"
         role = "alert" if error else "status"
-        self.status.value = html.tag("div", message, role=role, style=f"color:{colour};max-width:46em")
+        self.status.value = html.tag("div", message, role=role, style=f"color:{colour};max-width:46em;line-height:1.4")

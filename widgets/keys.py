@@ -5,7 +5,8 @@ one small anywidget (front-end code kept in this file, no build step) sits
 invisibly inside the app and listens to the page around it:
 
 - Enter in the input box sends; Shift+Enter is a new line (as in SillyTavern);
-- Escape stops a narration in progress (and cancels an open editor);
+- Escape stops a narration in progress, from anywhere in the app or when
+  nothing has the focus (and cancels an open editor);
 - Ctrl+Enter in a passage editor saves it;
 - a click on a passage's "Edit" mark asks to edit that passage where it stands;
 - once, when the app first appears, it is scrolled into view and kept there
@@ -35,8 +36,17 @@ function render({ model, el }) {
   const inApp = (target) => { const a = app(); return a && target instanceof Node && a.contains(target); };
   const enabled = (selector) => { const b = app()?.querySelector(selector); return b && !b.disabled; };
 
+  // Escape stops a narration from anywhere in the app, or when nothing has the
+  // focus (the input box is disabled while the narrator writes).
+  const loose = (target) => target === document.body || target === document.documentElement;
+
   function onKey(e) {
-    if (!inApp(e.target) || e.isComposing) return;
+    if (e.isComposing) return;
+    if (e.key === "Escape" && loose(e.target) && enabled(".sw-stop")) {
+      model.send({ action: "stop" }); e.preventDefault(); e.stopPropagation();
+      return;
+    }
+    if (!inApp(e.target)) return;
     const editor = e.target.closest?.(".sw-editor");
     if (e.key === "Escape") {
       if (editor) { model.send({ action: "cancel_edit" }); }
@@ -74,18 +84,18 @@ function render({ model, el }) {
     const a = app();
     if (!guarding || !a) return;
     const r = a.getBoundingClientRect();
-    if (r.bottom < 80 || r.top > window.innerHeight - 80) a.scrollIntoView({ block: "start" });
+    if (r.top < -8 || r.top > window.innerHeight - 120) a.scrollIntoView({ block: "start" });
   };
   const timer = setInterval(keepInView, 250);
   const stopGuard = setTimeout(() => { guarding = false; clearInterval(timer); }, model.get("guard_ms"));
   window.addEventListener("keydown", onKey, true);
   document.addEventListener("click", onClick, true);
-  for (const ev of ["wheel", "touchstart", "mousedown"]) window.addEventListener(ev, release, true);
+  for (const ev of ["wheel", "touchstart", "mousedown", "keydown"]) window.addEventListener(ev, release, true);
   return () => {
     clearInterval(timer); clearTimeout(stopGuard);
     window.removeEventListener("keydown", onKey, true);
     document.removeEventListener("click", onClick, true);
-    for (const ev of ["wheel", "touchstart", "mousedown"]) window.removeEventListener(ev, release, true);
+    for (const ev of ["wheel", "touchstart", "mousedown", "keydown"]) window.removeEventListener(ev, release, true);
   };
 }
 export default { render };

@@ -106,5 +106,5 @@ def meter_html(parts: list[tuple[str, int, str]], window: int, authors_note: int
     legend = " · ".join(f"{words} {n:,}" for words, n, _ in parts)
     note = f" · author's note {authors_note:,} (in the history)" if authors_note else ""
     words = html.tag("div", f"{turn}{used:,} tokens{of}. {legend}{note}",
-                     cls="sw-meter-words", style="color:#666;font-size:80%;margin-top:.15em")
+                     cls="sw-meter-words", style="color:#666;font-size:80%;margin-top:.15em;line-height:1.4")
     return html.tag("div", bar + words, style="margin:.3em 0 .4em 0")

@@ -38,9 +38,8 @@ def _control(name: str, spec: Spec, kind: str) -> w.Widget:
     labelled = dict(description=spec.label, style={"description_width": "10em"}, **common)
     if spec.choices:
         return w.Dropdown(options=[(words, value) for value, words in spec.choices], **labelled)
-    if kind == "bool":
-        return w.Checkbox(description=spec.label + (f": {spec.help}" if spec.help else ""), indent=False,
-                          **common)
+    if kind == "bool":  # the help is in the tooltip: a long description would not wrap at 900 px
+        return w.Checkbox(description=spec.label, indent=False, **common)
     if kind == "int":
         return w.IntText(step=int(spec.step or 1), **labelled)
     if kind == "float":
@@ -190,7 +189,8 @@ def _budget_note(chosen, saved) -> Html:
         return Html("")
     window = (f"the model window ({chosen.context_budget:,} tokens)" if chosen.narrator == "local" else
               "your server's window (16,384 tokens until the server is asked)")
-    return html.tag("p", f"The story budget follows {window} until you set one.", style="color:#555;margin:.2em 0")
+    return html.tag("p", f"The story budget follows {window} until you set one.",
+                    style="color:#555;margin:.2em 0;line-height:1.4")
 
 
 def connection_html(report, budget_follows: bool = False) -> Html:

@@ -36,6 +36,8 @@ _BOX = "max-width:46em;line-height:1.5"
 _LIVE = "white-space:pre-wrap;margin:0 0 .6em 0"
 _WAITING = "color:#666;font-style:italic"
 _CUT = "color:#8a5a00;font-size:85%;margin:-.3em 0 .6em 0"
+# The Edit mark floats at the top right of its passage, quiet until wanted.
+_MARK = "float:right;margin-left:.8em;font-size:75%;color:#999;cursor:pointer;user-select:none"
 _EDIT_TIP = {"narrator": "Edit this narration where it stands (it becomes a new take; the original is kept).",
              "player": "Edit your line where it stands: it becomes a new take and the narrator answers it afresh.",
              "direction": "Edit this direction where it stands: it becomes a new take and the narrator answers it "
@@ -179,11 +181,13 @@ class StoryView:
         cut = self._cut if self._cut is not None and self._cut.node_id == entry.id else None
         if cut is not None:
             entry = _Shown(entry, cut.shown)
-        mark = (html.tag("span", "✎ Edit", cls="sw-edit-mark", role="button", title=_EDIT_TIP[entry.kind])
-                if entry.kind in _EDIT_TIP else "")
-        flag = html.tag("div", "✂ Cut at the reply length: the rest of the sentence is kept. Continue finishes it.",
+        mark = (html.tag("span", "✎ Edit", cls="sw-edit-mark", role="button", title=_EDIT_TIP[entry.kind],
+                         style=_MARK) if entry.kind in _EDIT_TIP else "")
+        flag = html.tag("div", "✂ Cut short at the reply length: shown to its last whole sentence (the rest is kept "
+                               "with the turn). Finish the reply ▸ lets the narrator go on.",
                         cls="sw-cut-mark", style=_CUT) if cut is not None else ""
-        return html.tag("div", display.entries_html([entry]) + flag + mark, cls=f"sw-passage sw-node-{entry.id}")
+        return html.tag("div", mark + display.entries_html([entry]) + flag, cls=f"sw-passage sw-node-{entry.id}",
+                        style="display:flow-root")
 
     # ------------------------------------------------------------ the live passage
     def begin(self, line: str = "", kind: str = "player") -> None:

@@ -239,7 +239,7 @@ def _settings_panel(page, app) -> None:
     box.fill("400")
     box.press("Tab")
     panel.get_by_role("button", name="Apply").click()
-    panel.get_by_text("Saved: max_output_tokens").wait_for(timeout=30 * SECOND)
+    panel.get_by_text("Saved: Reply length.").wait_for(timeout=30 * SECOND)
 
 
 def _stop_during_a_narration(page, app) -> None:
@@ -267,6 +267,7 @@ def _context_panel(app) -> None:
 
 def _state_panel(app) -> None:
     panel = _open(app, "State")
+    panel.get_by_role("button", name="Correct…").click()  # the form is behind it
     panel.locator("input[placeholder^='words']").first.fill("the lamp is lit")
     panel.get_by_role("button", name="Apply correction").click()
     panel.get_by_text("Applied 1 correction").wait_for(timeout=30 * SECOND)
@@ -296,12 +297,9 @@ def _knowledge_panel(app, work: Path) -> None:
 
 
 def _screenshots(page, app) -> None:
-    """The app at both widths, story and controls in view, for evidence/."""
+    """The whole app on the real model, for evidence/ (app-900.png and app-1400.png come from
+    test_players_table_browser.py, which drives every control at both widths)."""
     EVIDENCE.parent.mkdir(exist_ok=True)
-    for width in (900, 1400):
-        page.set_viewport_size({"width": width, "height": 1800})  # tall enough for the whole app
-        page.wait_for_timeout(700)
-        app.screenshot(path=str(EVIDENCE.parent / f"app-{width}.png"))
     page.set_viewport_size({"width": 1280, "height": 2600})  # the whole app, story to panels
     page.wait_for_timeout(500)
     app.screenshot(path=str(EVIDENCE))

@@ -36,7 +36,7 @@ def test_a_slow_start_counts_its_seconds(wb, camp):
     app.controls.continue_.click()
     assert narrator.announced.wait(5)
     time.sleep(1.3)  # one tick of the waiting clock
-    assert "Loading the embedded model… (1 s)" in app.story.live.value
+    assert "Loading the embedded model… · 1 s since you sent" in app.story.live.value
     narrator.release.set()
     assert app.wait(10)
 

@@ -74,7 +74,10 @@ def test_markup_from_the_narrator_the_reader_and_the_campaign_stays_inert(wb):
     app.save_points.create.click()
     app.save_points.delete.click()
     app.controls.edit.click()
-    app.send(EVIL + " edited")
+    app.save_edit(EVIL + " edited")
+    panel(app, "Lore").card_title.value = EVIL
+    panel(app, "Lore").card_keys.value = EVIL
+    panel(app, "Lore").save.click()
     panel(app, "Settings").test.click()
     values = html_values(app) + live + thoughts + [app._repr_html_(), camp._repr_html_()]
     for html in values:
@@ -92,16 +95,29 @@ def test_state_is_shown_as_an_escaped_list(app, camp, wb):
         s.get(CampaignRow, camp.id).state = {"scene": {"place": "<b>cave</b>"}, "items": ["rope", EVIL]}
     app.refresh()
     html = panel(app, "State").body.value
-    assert "<b>scene</b>" in html and "&lt;b&gt;cave&lt;/b&gt;" in html and "<li>rope</li>" in html
+    assert "Nothing recorded yet" in html  # a state of unknown shape shows nothing raw
+    with wb.db.writing() as s:
+        s.get(CampaignRow, camp.id).state = {
+            "entities": {"wren": {"type": "character", "name": EVIL, "location": "cave", "status": "active"},
+                         "cave": {"type": "place", "name": "<b>cave</b>"},
+                         "rope": {"type": "item", "name": "a rope"}},
+            "possessions": {"rope": "wren"}, "facts": [{"predicate": "the lamp is lit", "status": "active"}],
+            "threads": {"keeper": {"title": "Where is the keeper?", "status": "open"}},
+            "scene": {"summary": "Night", "location": "cave", "present": ["wren"]}}
+    app.refresh()
+    html = panel(app, "State").body.value
+    assert "&lt;b&gt;cave&lt;/b&gt;" in html and "carries a rope" in html and "at &lt;b&gt;cave" in html
+    assert "the lamp is lit" in html and "Where is the keeper?" in html and "&lt;script&gt;" in html
     assert_inert(html)
 
 
 # ------------------------------------------------------------------ panels
 def test_default_panels(app, camp):
-    assert [t for t, _ in app.panels] == ["Settings", "Context", "State", "Memory", "Knowledge"]
+    assert [t for t, _ in app.panels] == ["Settings", "Lore", "Context", "State", "Memory", "Knowledge"]
     assert isinstance(app.panel_box, w.Accordion) and app.panel_box.selected_index is None
-    assert list(app.panel_box.titles) == ["Settings", "Context", "State", "Memory", "Knowledge"]
-    assert "No narrative state" in panel(app, "State").body.value
+    assert list(app.panel_box.titles) == ["Settings", "Lore", "Context", "State", "Memory", "Knowledge"]
+    assert "Nothing recorded yet" in panel(app, "State").body.value
+    assert "No story cards yet" in panel(app, "Lore").listing.value
     assert "No memories yet" in panel(app, "Memory").listing.value
     assert "The library is empty" in panel(app, "Knowledge").status.value
     for title in ("Memory", "Knowledge"):  # a fresh campaign: the panels open without an error
@@ -163,8 +179,8 @@ def test_register_panel_replaces_by_title_or_appends():
     panels = list(PANELS)
     register_panel("State", Recorder, panels)
     register_panel("Map", Recorder, panels)
-    assert [t for t, _ in panels] == ["Settings", "Context", "State", "Memory", "Knowledge", "Map"]
-    assert panels[2] == ("State", Recorder) and PANELS[2] == ("State", StatePanel)
+    assert [t for t, _ in panels] == ["Settings", "Lore", "Context", "State", "Memory", "Knowledge", "Map"]
+    assert panels[3] == ("State", Recorder) and PANELS[3] == ("State", StatePanel)
     assert CampaignApp.panels is PANELS
 
 
@@ -175,11 +191,46 @@ def test_settings_apply_only_what_changed_and_refuse_in_words(app, wb):
     settings.budget.value = 8192
     settings.apply.click()
     assert wb.settings.context_budget == 8192 and wb.narrator is narrator  # the test narrator is kept
-    assert "Saved: context_budget" in settings.message.value
+    assert "Saved: Story budget." in settings.message.value  # by its label; the name is in the tooltip
+    assert "context_budget" not in settings.message.value and "context_budget" in settings.budget.tooltip
+    settings.narrator.value = "endpoint"
     settings.endpoint.value = "http://8.8.8.8/v1"  # a public host: refused before any connection
+    settings.model.value = "llama3"
     settings.apply.click()
     assert "be used" in settings.message.value and "role='alert'" in settings.message.value
     assert wb.settings.endpoint_url == "" and "color:#b00020" in settings.message.value
+
+
+def test_a_refused_endpoint_never_traps_the_panel(app, wb):
+    """The stuck case: a public endpoint under My server, then back to Embedded: Apply works."""
+    settings = panel(app, "Settings")
+    settings.narrator.value = "endpoint"
+    settings.endpoint.value = "http://8.8.8.8/v1"
+    settings.model.value = "llama3"
+    settings.apply.click()
+    assert "be used" in settings.message.value
+    settings.narrator.value = "local"
+    assert settings.endpoint.layout.display == "none" and settings.model.layout.display == "none"
+    settings.controls["max_output_tokens"].value = 300
+    settings.apply.click()
+    assert "Saved: Reply length." in settings.message.value and "role='alert'" not in settings.message.value
+    assert wb.settings.max_output_tokens == 300 and wb.settings.narrator == "local"
+    assert wb.settings.endpoint_url == ""  # the hidden field was not sent
+
+
+@pytest.mark.parametrize(("name", "typed", "used", "words"), [
+    ("temperature", 99.0, 2.0, "Temperature 99 is more than the most it can be (between 0 and 2): 2 was used."),
+    ("context_budget", 10, 256, "Story budget 10 is less than the least it can be (between 256 and 1,000,000 "
+                                "tokens): 256 was used."),
+    ("max_output_tokens", 0, 16, "Reply length 0 is less than the least"),
+    ("trim_fraction", 100, 64, "History trim (1/N) 100 is more than the most"),
+])
+def test_a_value_outside_its_bounds_is_adjusted_with_a_sentence(app, wb, name, typed, used, words):
+    settings = panel(app, "Settings")
+    settings.controls[name].value = typed
+    settings.apply.click()
+    assert words in settings.message.value and getattr(wb.settings, name) == used
+    assert settings.controls[name].value == used  # the box shows the value used
 
 
 def test_test_connection_shows_the_report(app):
@@ -225,7 +276,8 @@ def test_context_inspector_shows_any_turn(app, camp):
 def test_an_edited_turn_has_no_report_and_says_so(app, camp):
     app.send("go in")
     app.controls.edit.click()
-    app.send("Corrected.")
+    app.story.editor.text.value = "Corrected."
+    app.story.editor.save.click()
     assert "no context report" in panel(app, "Context").summary.value
 
 

@@ -52,7 +52,8 @@ def test_a_gguf_embedder_without_its_file_is_refused_in_words(app, wb):
     settings = panel(app, "Settings")
     settings.controls["embedder"].value = "gguf"
     settings.apply.click()
-    assert "embedding_model_path" in settings.message.value and "role='alert'" in settings.message.value
+    assert settings.controls["embedding_model_path"].layout.display == ""  # the field it needs is shown
+    assert "fill in Embedding GGUF" in settings.message.value and "role='alert'" in settings.message.value
     assert wb.settings.embedder == "local"
 
 
@@ -65,12 +66,31 @@ def test_a_new_save_clears_the_old_connection_report(app):
     assert settings.report.value == ""
 
 
-def test_a_window_smaller_than_the_budget_is_a_note_not_a_warning(app, wb):
-    wb.configure(narrator=ScriptedNarrator(window=4096))  # the embedded model's case: 16,384 > 4,096
+def test_a_fresh_setup_never_contradicts_itself(app, wb):
+    """The story budget follows the embedded model's window: no 'less than the budget' on defaults."""
+    wb.configure(narrator=ScriptedNarrator(window=4096))  # the embedded model's window
+    assert wb.settings.context_budget == wb.settings.n_ctx == 4096 and wb.settings.follows("context_budget")
     settings = panel(app, "Settings")
     settings.test.click()
+    assert "less than" not in settings.report.value and "#a15c00" not in settings.report.value
+    assert "follows the model window (4,096 tokens)" in settings.note.value
+
+
+def test_a_following_budget_over_a_smaller_window_is_said_plainly(app, wb):
+    wb.configure(narrator=ScriptedNarrator(window=2048))
+    settings = panel(app, "Settings")
+    settings.test.click()
+    assert "follows the window: prompts are built to its 2,048 tokens" in settings.report.value
+    assert "#a15c00" not in settings.report.value
+
+
+def test_a_window_smaller_than_a_set_budget_is_a_note_not_a_warning(app, wb):
+    wb.configure(narrator=ScriptedNarrator(window=4096), context_budget=16384)  # set by hand
+    settings = panel(app, "Settings")
+    settings.refresh()  # configured in code after the panel opened
+    settings.test.click()
     assert "Note:" in settings.report.value and "#a15c00" not in settings.report.value
-    assert "4,096" in settings.report.value
+    assert "4,096" in settings.report.value and settings.note.value == ""
 
 
 # ------------------------------------------------------------------ memory

@@ -27,10 +27,16 @@ def test_edit_mode_relabels_and_retells(app):
     app.send("go north")
     c = app.controls
     c.edit.click()
-    assert c.send.description == "Save edit" and c.send.tooltip == TIPS["save_edit"]
     assert c.edit.description == "Cancel edit" and c.edit.tooltip == TIPS["cancel_edit"]
-    c.text.value = ""
-    assert c.send.disabled and c.send.tooltip == WHY_NOT["save_edit"]
+    assert c.send.disabled and c.send.tooltip == "Finish or cancel the edit first."
+    assert "Escape" in TIPS["cancel_edit"] and "Ctrl+Enter" in app.story.editor.save.tooltip
+
+
+def test_the_shortcuts_are_in_the_tooltips(app):
+    c = app.controls
+    c.text.value = "look"
+    assert "Enter" in c.send.tooltip and "Shift+Enter" in c.send.tooltip
+    assert "Escape" in TIPS["stop"] and "Enter sends" in c.text.placeholder
 
 
 def test_save_points_say_why_they_wait_and_hold_during_an_edit(app, camp):

@@ -12,7 +12,8 @@ from widgets import CampaignApp
 # other tag (script, img, a, iframe...) would be markup injection.
 ALLOWED_TAGS = {"div", "p", "span", "br", "b", "i", "code", "ul", "li", "h3", "table", "thead", "tbody", "tr",
                 "th", "td", "pre", "details", "summary"}
-ALLOWED_ATTRS = {"style", "class", "role"}
+# title: the Edit marks' and the context meter's tooltips (escaped like every attribute).
+ALLOWED_ATTRS = {"style", "class", "role", "title"}
 
 
 def walk(widget):
