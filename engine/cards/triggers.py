@@ -15,8 +15,8 @@ the same scanned texts — "and_any" (at least one), "and_all" (every one),
 `selectiveLogic` 0..3 in the order of `LOGICS`.
 
 A key written in a script's syntax (AI Dungeon World Info scripts append
-attributes such as `Honeywood#[t=5l=5f=2S=2]`) cannot be evaluated here: it
-never fires, and `unusable_keys` names it so the import report and the lore
+attributes such as `Honeywood#[t=5l=5f=2S=2]`), or holding a macro its tool
+expands first (`{{getvar::x}}`), cannot be evaluated here: it never fires, and `unusable_keys` names it so the import report and the lore
 panel can say so instead of staying silent.
 
 `fired_cards` is pure (cards and texts in, fired cards out) so it can be
@@ -55,6 +55,9 @@ _JS_SYNTAX = ((re.compile(r"\(\?<([A-Za-z_]\w*)>"), r"(?P<\1>"), (re.compile(r"\
               (re.compile(r"\[\^\]"), r"[\\s\\S]"))
 # A script's attributes after the key (AI Dungeon World Info scripts): `name#[t=5l=5]`.
 _SCRIPT_ATTRIBUTES = re.compile(r"#\[[^\]]*\]\s*$")
+# A chat tool's macro left in a key ({{user}} with no name given, RisuAI's {{getvar::x}}):
+# the tool expands it before matching; no story text holds it as written.
+_MACRO = re.compile(r"\{\{[^{}]*\}\}")
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,8 @@ def unusable(key: str) -> str:
     """Why `key` can never fire here ("" when it can): words for the report."""
     if _SCRIPT_ATTRIBUTES.search(key):
         return "a script's attributes (#[...]) this workbench does not run"
+    if _MACRO.search(key):
+        return "a macro ({{...}}) this workbench does not expand"
     return ""
 
 

@@ -234,7 +234,7 @@ def import_character_card(db: Database, source: Any, **options: Any) -> ImportRe
     found = detect(data)
     if found.format != CHARACTER_CARD:
         raise BundleRefused(f"This is not a character card: it looks like {found.label}. Nothing was imported.")
-    return import_file(db, data if not isinstance(source, (str, Path)) else source, **options)
+    return import_file(db, source, **options)  # read again: a .charx keeps its archive listing
 
 
 def _protagonist(db: Database, campaign_id: int) -> str | None:

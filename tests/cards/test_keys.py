@@ -86,6 +86,12 @@ def test_a_key_in_a_scripts_syntax_never_fires_and_is_named():
     assert not fires(card([HONEYWOOD]), f"We reach Honeywood. {HONEYWOOD}")
     assert unusable_keys(["Honeywood", HONEYWOOD, "/honey/i"]) == [HONEYWOOD]
     assert fires(card([HONEYWOOD, "Honeywood"]), "We reach Honeywood.")  # its other keys still work
+    assert unusable_keys(["{{user}}", "{{getvar::town}}", "{user}"]) == ["{{user}}", "{{getvar::town}}"]
+
+
+def test_a_secondary_key_that_can_never_fire_counts_as_not_found():
+    assert not fires(card(["magic"], [HONEYWOOD], "and_any"), "magic Honeywood")
+    assert fires(card(["magic"], [HONEYWOOD], "not_any"), "magic Honeywood")
 
 
 # ------------------------------------------------------------------ stored, edited, carried
