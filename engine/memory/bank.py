@@ -19,13 +19,14 @@ from ..store.models import utcnow
 from ..story import StoryTree
 from ..story.lineage import Path
 from .authority import classify_authority
+from .guard import check, extractive
 from .prompts import MEMORY_MAX_WORDS, MEMORY_SYSTEM, cast_brief, clip_words, memory_request
 from .vectors import CACHE, KIND, pack
 
 __all__ = [
-    "MEMORY_INTERVAL", "MEMORY_START", "SETTLE_SLACK", "MAX_MEMORIES_PER_RUN", "MAX_EMBED_BATCH",
+    "MEMORY_INTERVAL", "MEMORY_MAX_TOKENS", "MEMORY_START", "SETTLE_SLACK", "MAX_MEMORIES_PER_RUN", "MAX_EMBED_BATCH",
     "on_path", "story_after", "recent_story", "memory_anchor", "due_block", "write_due_memories", "embed_pending",
-    "evict", "record_use", "set_vector", "generate",
+    "evict", "record_use", "set_vector", "generate", "guarded", "Block",
 ]
 
 MEMORY_INTERVAL = 6        # story nodes per memory
@@ -36,6 +37,14 @@ MEMORY_START = 12          # no memories before the story has this many story no
 SETTLE_SLACK = 1
 MAX_MEMORIES_PER_RUN = 5   # caps catch-up after an import
 MAX_EMBED_BATCH = 32
+# The reply is clipped to MEMORY_MAX_WORDS (50) words anyway; SmolLM2 writes
+# about 1.3 tokens a word, so 96 tokens hold the 50 words with room to end the
+# sentence. 160 let the 135M model write 100+ words that were then thrown
+# away, at ~0.1 s a token on a busy 2-core machine.
+MEMORY_MAX_TOKENS = 96
+# How much recent story sets a word's rarity for an extractive memory: ten
+# blocks, enough that filler repeated every few turns counts as common.
+RARITY_NODES = 60
 STORY_KINDS = ("player", "direction", "narrator")
 
 
@@ -82,6 +91,8 @@ def _story_count(session, path: Path, cap: int) -> int:
 class Block:
     nodes: list[tuple[int, int, str]]  # (branch id, depth, text)
     brief: str
+    protagonist: str = ""
+    corpus: tuple[str, ...] = ()  # the recent story, for the rarity of a word (guard.extractive)
 
     @property
     def start(self) -> int:
@@ -101,7 +112,8 @@ def due_block(session, campaign: CampaignRow) -> Block | None:
     if len(after) < MEMORY_INTERVAL + SETTLE_SLACK or _story_count(session, path, MEMORY_START) < MEMORY_START:
         return None
     block = after[:MEMORY_INTERVAL]
-    return Block([(n.branch_id, n.depth, n.text) for n in block], cast_brief(campaign.protagonist, campaign.state))
+    return Block([(n.branch_id, n.depth, n.text) for n in block], cast_brief(campaign.protagonist, campaign.state),
+                 campaign.protagonist or "", tuple(recent_story(session, path, RARITY_NODES)))
 
 
 def generate(narrator, system: str, request: str, max_tokens: int, task: str) -> str:
@@ -110,17 +122,33 @@ def generate(narrator, system: str, request: str, max_tokens: int, task: str) ->
     return "".join(c.text for c in chunks if isinstance(c, Text)).strip()
 
 
-def write_due_memories(db, campaign_id: int, narrator, model_name: str = "") -> int:
+def guarded(raw: str, block: Block, *, guard: bool = True, log: list | None = None) -> str:
+    """The memory that is kept for `block`: the model's, when the guard lets it
+    stand, else the block's own most informative sentences (`guard.extractive`)."""
+    texts = [t for _, _, t in block.nodes]
+    verdict = check(raw, texts)
+    text = raw if verdict.ok or not guard else clip_words(
+        extractive(texts, MEMORY_MAX_WORDS, block.protagonist, block.corpus), MEMORY_MAX_WORDS)
+    if log is not None:
+        log.append({"start": block.start, "end": block.end[1], "raw": raw, "kept": text, "accepted": verdict.ok,
+                    "reason": verdict.reason, "required": list(verdict.required), "kept_items": list(verdict.kept)})
+    return text
+
+
+def write_due_memories(db, campaign_id: int, narrator, model_name: str = "", *, guard: bool = True,
+                       log: list | None = None) -> int:
     """Write up to MAX_MEMORIES_PER_RUN memories; each read, call and write is its own step,
-    so no transaction spans a model call."""
+    so no transaction spans a model call. `guard=False` keeps the model's text
+    whatever it holds (the evaluation's "before"); `log` collects each verdict."""
     written = 0
     for _ in range(MAX_MEMORIES_PER_RUN):
         with db.reading() as s:
             block = due_block(s, s.get(CampaignRow, campaign_id))
         if block is None:
             break
-        text = clip_words(generate(narrator, MEMORY_SYSTEM, memory_request(block.brief, [t for _, _, t in block.nodes]),
-                                   max_tokens=160, task="memory"), MEMORY_MAX_WORDS)
+        raw = clip_words(generate(narrator, MEMORY_SYSTEM, memory_request(block.brief, [t for _, _, t in block.nodes]),
+                                  max_tokens=MEMORY_MAX_TOKENS, task="memory"), MEMORY_MAX_WORDS)
+        text = guarded(raw, block, guard=guard, log=log)
         if not text:
             break
         branch, depth = block.end

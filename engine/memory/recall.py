@@ -1,23 +1,39 @@
-"""Which memories the next prompt carries: cosine top-k over the path's bank.
+"""Which memories the next prompt carries: the bank scored against the
+reader's line first, then the newest story, part by part.
 
-Read-only: use counts are recorded in the turn's own commit. The query is the
-recent story (the last 4 story nodes, at most 600 tokens, newest first: see
-`tokens.newest_first`), taken from the path the turn is built on, so a
-retried take is never part of it.
+Read-only: use counts are recorded in the turn's own commit. The query's
+parts are the reader's new input (an action or a direction) and the newest
+story nodes (RECALL_NODES, newest first), taken from the path the turn is
+built on, so a retried take is never part of it. Each memory's score is its
+best cosine against any part (a story part counts STORY_WEIGHT of the
+reader's line), plus the lexical evidence of the reader's own words in it.
+
+Why parts and words: the query was once the input and the newest story as
+one embedded text; a 200-turn campaign's probe "I walk down to the ferry at
+Ashwater." was outweighed by the newest filler and recalled five memories
+about rivers and bread (issue 30). The knowledge path learned the same
+(`knowledge.query.query_parts`).
 """
 from __future__ import annotations
 
+import math
+import re
+from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 
+import numpy as np
 from sqlalchemy import select
 
 from ..budget import tokens
+from ..knowledge.stopwords import STOP_WORDS
 from ..store.memory_tables import MemoryRow
 from ..story.lineage import Path
 from .bank import on_path, recent_story
 from .vectors import CACHE, cache_key, cosines
 
-__all__ = ["Recall", "recall", "query_text", "REDUNDANT_SIMILARITY", "RECALL_NODES", "RECALL_TOKENS"]
+__all__ = ["Recall", "recall", "query_text", "query_parts", "terms", "REDUNDANT_SIMILARITY", "RECALL_NODES",
+           "RECALL_TOKENS", "STORY_WEIGHT", "LEXICAL_WEIGHT", "METHODS"]
 
 RECALL_NODES = 4
 RECALL_TOKENS = 600
@@ -26,6 +42,17 @@ RECALL_TOKENS = 600
 # duplicate costs some budget; dropping a distinct fact costs the narrator
 # something it needed, so the bar is high. Model-dependent by nature.
 REDUNDANT_SIMILARITY = 0.93
+# A story part's cosine counts this share of the reader's line: the line is
+# what the reader asked about; the story around it still recalls the scene on
+# a Continue (no line) and when the line names nothing. Chosen on the tuning
+# half of the recall evaluation's probes (docs/research.md, recall_eval).
+STORY_WEIGHT = 0.8
+# Added to the best cosine: the share of the reader's words (weighed by their
+# rarity in the bank) a memory holds, times this. Names and places are rare,
+# so "Ashwater" in the line lifts the one memory that holds it. Chosen on the
+# tuning half of the recall evaluation's probes (docs/research.md).
+LEXICAL_WEIGHT = 0.5
+METHODS = ("parts", "single")
 
 
 @dataclass
@@ -39,34 +66,79 @@ class Recall:
 
 
 def query_text(session, path: Path, pending: str = "", recent: list[str] | None = None) -> str:
-    """The newest story nodes, the reader's new input counted among them.
-    `recent` (the newest story texts, oldest first) spares a read when the
-    caller has them already: the turn reads them once for memories, cards and knowledge."""
+    """The newest story nodes, the reader's new input counted among them, as
+    one text (newest first): the report's query, and the "single" method's."""
     texts = recent_story(session, path, RECALL_NODES) if recent is None else recent[-RECALL_NODES:]
     texts = (texts + [pending])[-RECALL_NODES:] if pending else texts
     return tokens.newest_first(texts, RECALL_TOKENS)
 
 
-def _catalogue(session, path: Path, model_id: str) -> list[tuple[int, bool, str]]:
+def query_parts(pending: str, story: list[str]) -> list[tuple[str, float]]:
+    """(text, weight) parts: the reader's line at weight 1, then the newest
+    story texts (oldest first in `story`), newest first, at STORY_WEIGHT."""
+    parts = [(pending.strip(), 1.0)] if pending and pending.strip() else []
+    for text in reversed([t for t in story if t and t.strip()][-RECALL_NODES:]):
+        parts.append((tokens.last(text.strip(), RECALL_TOKENS), STORY_WEIGHT))
+    return parts
+
+
+_WORD = re.compile(r"[a-z][a-z'’-]+|\d+")
+
+
+def _stem(word: str) -> str:
+    word = word.strip("'’-").removesuffix("'s").removesuffix("’s")
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+@lru_cache(maxsize=8192)
+def terms(text: str) -> frozenset[str]:
+    """The meaningful words of `text`, lower-cased and lightly stemmed."""
+    return frozenset(_stem(w) for w in _WORD.findall((text or "").lower()) if w not in STOP_WORDS and len(w) > 2)
+
+
+def _lexical(words: frozenset[str], texts: dict[int, str]) -> dict[int, float]:
+    """Per memory, the rarity-weighed share of `words` it holds (0-1)."""
+    if not words or not texts:
+        return {}
+    held = {i: terms(t) & words for i, t in texts.items()}
+    df = Counter(w for found in held.values() for w in found)
+    n = len(texts)
+    weight = {w: math.log((n + 1) / (df[w] + 0.5)) for w in words}
+    total = sum(weight.values()) or 1.0
+    return {i: sum(weight[w] for w in found) / total for i, found in held.items() if found}
+
+
+def _catalogue(session, path: Path, model_id: str) -> list[tuple[int, bool, str, str]]:
     # Core execution on the session's connection: the ORM result layer cost
     # 3 ms of a 1,000-memory recall for rows that are plain tuples anyway.
     return session.connection().execute(
-        select(MemoryRow.id, MemoryRow.pinned, MemoryRow.authority)
+        select(MemoryRow.id, MemoryRow.pinned, MemoryRow.authority, MemoryRow.text)
         .where(on_path(path), MemoryRow.forgotten.is_(False), MemoryRow.vector_model == model_id)).all()
 
 
+def _scores(embedder, vectors, parts: list[tuple[str, float]], query: str, method: str) -> dict[int, float]:
+    """Each memory's best weighed cosine over the parts ("parts"), or its
+    cosine against the whole query as one text ("single", the old way)."""
+    if method == "single":
+        return dict(zip(vectors.ids, cosines(vectors.vectors, embedder.embed([query])[0]).tolist(), strict=True))
+    queries = embedder.embed([text for text, _ in parts])
+    best = np.max([cosines(vectors.vectors, q) * w for q, (_, w) in zip(queries, parts, strict=True)], axis=0)
+    return dict(zip(vectors.ids, np.atleast_1d(best).tolist(), strict=True))
+
+
 def recall(session, campaign_id: int, path: Path, embedder, top_k: int, pending: str = "",
-           recent: list[str] | None = None) -> Recall:
+           recent: list[str] | None = None, *, method: str = "parts") -> Recall:
     if embedder is None:
         return Recall(report={"used": [], "error": "No embedder is configured, so no memories are recalled."})
     catalogue = _catalogue(session, path, embedder.model_id)
-    query = query_text(session, path, pending, recent)
+    story = recent_story(session, path, RECALL_NODES) if recent is None else recent[-RECALL_NODES:]
+    query = query_text(session, path, pending, story)
+    parts = query_parts(pending, story)
     if not catalogue or not query.strip():
         return Recall(report={"used": [], "considered": len(catalogue), "suppressed": [], "error": None})
-    try:
-        q = embedder.embed([query])[0]
-    except Exception as exc:  # noqa: BLE001 - a failed recall must not fail the turn
-        return Recall(report={"used": [], "error": f"The query could not be embedded: {exc}"})
     ids = [c[0] for c in catalogue]
 
     def load(missing):
@@ -77,17 +149,30 @@ def recall(session, campaign_id: int, path: Path, embedder, top_k: int, pending:
     # open database behind `session`, not by its path, which a file made again
     # at that path would share.
     vectors = CACHE.get(cache_key(session, campaign_id, embedder.model_id), ids, load)
-    scores = dict(zip(vectors.ids, cosines(vectors.vectors, q).tolist(), strict=True))
+    try:
+        cosine = _scores(embedder, vectors, parts, query, method)
+    except Exception as exc:  # noqa: BLE001 - a failed recall must not fail the turn
+        return Recall(report={"used": [], "error": f"The query could not be embedded: {exc}"})
     meta = {c[0]: c for c in catalogue}
+    # The reader's own words, or on a Continue the newest story's.
+    said = terms(parts[0][0]) if parts and method == "parts" else frozenset()
+    lexical = _lexical(said, {i: meta[i][3] for i in cosine})
+    scores = {i: c + LEXICAL_WEIGHT * lexical.get(i, 0.0) for i, c in cosine.items()}
     chosen, suppressed = _choose(sorted(scores, key=scores.get, reverse=True), meta, vectors, max(1, top_k))
-    rows = {r.id: r for r in session.scalars(select(MemoryRow).where(MemoryRow.id.in_(chosen)))}
-    used = [{"id": i, "text": rows[i].text, "similarity": round(scores[i], 4), "pinned": rows[i].pinned,
-             "authority": rows[i].authority,
-             "source": {"branch_id": rows[i].branch_id, "depth": rows[i].depth,
-                        "source_start": rows[i].source_start, "source_end": rows[i].source_end}}
-            for i in sorted(chosen, key=scores.get, reverse=True)]
+    used = [{"id": i, "text": meta[i][3], "similarity": round(cosine[i], 4), "lexical": round(lexical.get(i, 0.0), 4),
+             "score": round(scores[i], 4), "pinned": bool(meta[i][1]), "authority": meta[i][2], "source": source}
+            for i, source in _sources(session, chosen, scores)]
     return Recall(used, {"used": used, "considered": len(catalogue), "suppressed": suppressed, "error": None,
-                         "query": query[-200:]})
+                         "query": query[-200:], "parts": len(parts), "method": method})
+
+
+def _sources(session, chosen: list[int], scores: dict[int, float]):
+    rows = {r[0]: r[1:] for r in session.execute(
+        select(MemoryRow.id, MemoryRow.branch_id, MemoryRow.depth, MemoryRow.source_start, MemoryRow.source_end)
+        .where(MemoryRow.id.in_(chosen))).all()}
+    for i in sorted(chosen, key=scores.get, reverse=True):
+        branch, depth, start, end = rows[i]
+        yield i, {"branch_id": branch, "depth": depth, "source_start": start, "source_end": end}
 
 
 def _choose(ranked, meta, vectors, top_k):

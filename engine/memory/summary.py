@@ -16,11 +16,16 @@ from ..store.memory_tables import MemoryRow, SummaryRow
 from ..story import StoryTree
 from ..story.lineage import Path
 from .bank import generate, on_path, story_after
+from .guard import check, extractive
 from .prompts import EXCERPT_TOKENS, SUMMARY_MAX_WORDS, SUMMARY_SYSTEM, cast_brief, clip_words, summary_request
 
-__all__ = ["SUMMARY_INTERVAL", "current", "provenance", "summarise_if_due", "record"]
+__all__ = ["SUMMARY_INTERVAL", "SUMMARY_MAX_TOKENS", "current", "provenance", "summarise_if_due", "record", "guarded"]
 
 SUMMARY_INTERVAL = 15  # story nodes not yet covered before the summary is rewritten
+# The reply is clipped to SUMMARY_MAX_WORDS (250) words; at SmolLM2's ~1.3
+# tokens a word that is ~330 tokens. With 600 the 135M model wrote ~500 words
+# (45 s on a busy 2-core machine, measured) of which half was thrown away.
+SUMMARY_MAX_TOKENS = 360
 
 
 def current(session, path: Path) -> SummaryRow | None:
@@ -49,7 +54,23 @@ def record(session, campaign: CampaignRow, text: str, *, source_start: int | Non
     return row
 
 
-def summarise_if_due(db, campaign_id: int, narrator, model_name: str = "") -> bool:
+def guarded(raw: str, current_text: str, events: list[str], protagonist: str, *, guard: bool = True,
+            log: list | None = None) -> str:
+    """The summary that is kept: the model's, when it keeps the facts of what
+    it summarises (`guard.check`), else the most informative sentences of the
+    current summary and the new events, so a weak model's summary about
+    "an old dog barking" cannot replace what the story established."""
+    sources = [t for t in (current_text, *events) if t]
+    verdict = check(raw, sources)
+    text = raw if verdict.ok or not guard else clip_words(extractive(sources, SUMMARY_MAX_WORDS, protagonist),
+                                                          SUMMARY_MAX_WORDS)
+    if log is not None:
+        log.append({"raw": raw, "kept": text, "accepted": verdict.ok, "reason": verdict.reason})
+    return text
+
+
+def summarise_if_due(db, campaign_id: int, narrator, model_name: str = "", *, guard: bool = True,
+                     log: list | None = None) -> bool:
     with db.reading() as s:
         campaign = s.get(CampaignRow, campaign_id)
         tree = StoryTree(s, campaign)
@@ -63,10 +84,12 @@ def summarise_if_due(db, campaign_id: int, narrator, model_name: str = "") -> bo
         caught_up = (head.branch_id, head.depth)  # read before the call: a turn landing meanwhile is not "read"
         memories = s.scalars(select(MemoryRow.text).where(on_path(path, after=anchor))
                              .order_by(MemoryRow.depth)).all()
-        events = "\n".join(f"- {m}" for m in memories) or tokens.last(
-            "\n\n".join(n.text for n in uncovered), EXCERPT_TOKENS)
+        sources = list(memories) or [tokens.last("\n\n".join(n.text for n in uncovered), EXCERPT_TOKENS)]
+        events = "\n".join(f"- {m}" for m in memories) or sources[0]
         request = summary_request(cast_brief(campaign.protagonist, campaign.state), base.text if base else "", events)
-    text = clip_words(generate(narrator, SUMMARY_SYSTEM, request, max_tokens=600, task="summary"), SUMMARY_MAX_WORDS)
+        protagonist, base_text = campaign.protagonist or "", base.text if base else ""
+    raw = clip_words(generate(narrator, SUMMARY_SYSTEM, request, max_tokens=SUMMARY_MAX_TOKENS, task="summary"), SUMMARY_MAX_WORDS)
+    text = guarded(raw, base_text, sources, protagonist, guard=guard, log=log)
     if not text:
         return False
     with db.writing() as s:

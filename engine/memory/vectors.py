@@ -6,9 +6,9 @@ those of knowledge passages too.
 """
 from __future__ import annotations
 
-from ..vectors import CACHE, cosines, pack, unpack
+from ..vectors import CACHE, cosines, pack, unit, unpack
 
-__all__ = ["CACHE", "KIND", "cache_key", "cosines", "pack", "unpack"]
+__all__ = ["CACHE", "KIND", "cache_key", "cosines", "pack", "unit", "unpack"]
 
 KIND = "memories"
 

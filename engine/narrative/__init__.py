@@ -25,6 +25,7 @@ from .model import (
     owner_of,
     withdrawn_facts,
 )
+from .prose import cut_to_sentence, ends_at_sentence, first_person, second_person
 from .render import render_state
 
 __all__ = [
@@ -38,6 +39,10 @@ __all__ = [
     "active_relationships",
     "apply",
     "count_leaks",
+    "cut_to_sentence",
+    "ends_at_sentence",
+    "first_person",
+    "second_person",
     "describe_diff",
     "diff",
     "duplicate_names",

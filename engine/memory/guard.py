@@ -1,0 +1,194 @@
+"""The guard on what derived work writes: a memory (or summary) must keep the
+story's facts, or the story's own sentences are kept instead.
+
+A 135M narrator wrote memories like "I am the protagonist, I travel on (7)."
+and "The story excerpt is a continuation of the cast list…": fluent, and
+holding none of the names, places and numbers the block stated, so a fact
+planted at turn 10 was gone from every later prompt (issue 30: 0 of 12
+planted facts recalled after 200 turns). The model's text is accepted only
+when it keeps the block's salient items (names, numbers, quoted words), is
+not narrated as "I" and does not talk about the prompt; otherwise the memory
+is extractive: the block's most informative sentences (by the rarity of their
+words), so no weak model can lose a fact the story stated.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..knowledge.stopwords import STOP_WORDS
+from ..narrative.prose import first_person
+
+__all__ = ["KEEP_SHARE", "REQUIRED_ITEMS", "Verdict", "check", "extractive", "salient", "sentences",
+           "third_person", "META_PHRASES"]
+
+# Of the block's most prominent items (at most REQUIRED_ITEMS), a memory must
+# keep this share. A 50-word memory of six story nodes cannot keep every name;
+# half of the six most repeated ones is what a faithful model memory kept in
+# the recall evaluation's tuning half (experiments/recall_eval.py), while the
+# 135M model's rejected memories kept 0-1 of them.
+KEEP_SHARE = 0.5
+REQUIRED_ITEMS = 6
+# Words that mean the text is about the prompt, not the story.
+META_PHRASES = ("story excerpt", "the excerpt", "cast list", "this excerpt", "the memory", "as an ai",
+                "updated summary", "story summary", "new events")
+# Sentence starters and pronouns that are capitalised without being names.
+_NOT_NAMES = STOP_WORDS | {"you", "your", "i", "mr", "mrs", "ms", "sir", "lady", "lord"}
+_SENTENCE = re.compile(r"(?<=[.!?…])[\"'”’)]*\s+(?=[\"'“‘(]?[A-Z0-9>])")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d[\d,.:]*")
+_CAPITALISED = re.compile(r"\b[A-Z][a-z'’-]+(?:\s+(?:of|the|de|van|von)?\s*[A-Z][a-z'’-]+)*")
+_NUMBER = re.compile(r"\b\d[\d,.:]*\b")
+_QUOTED = re.compile(r"[\"“]([^\"”]{2,40})[\"”]|(?<![A-Za-z])['‘]([^'‘’]{2,40})['’](?![A-Za-z])")
+_QUOTE_SPAN = re.compile(r"[\"“][^\"”]*[\"”]")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a derived text may stand, and why not."""
+
+    ok: bool
+    reason: str = ""
+    kept: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
+
+
+def sentences(text: str) -> list[str]:
+    """The text's sentences, each stripped; a story line's '> ' marker dropped."""
+    out = []
+    for line in (text or "").splitlines():
+        line = line.strip().lstrip(">").strip()
+        out.extend(s.strip() for s in _SENTENCE.split(line) if s.strip())
+    return out
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower().strip("'’") for w in _WORD.findall(text or "")]
+
+
+def salient(texts: Sequence[str]) -> list[str]:
+    """The items a memory of `texts` should keep, most repeated first: names
+    (capitalised words that are not sentence starters or pronouns), numbers,
+    and short quoted phrases (a password, a name of a thing)."""
+    found: Counter = Counter()
+    names = [(m.group(), _opens_sentence(t, m.start())) for t in texts for m in _CAPITALISED.finditer(t or "")]
+    # A lone capitalised word that only ever opens a sentence ("Carters pass…",
+    # "Mist hangs…") is an ordinary word; one seen mid-sentence too is a name.
+    names = [(" ".join(w for w in name.split() if w.lower() not in _NOT_NAMES), opening) for name, opening in names]
+    inside = {name for name, opening in names if not opening}
+    for name, opening in names:
+        if name and (not opening or " " in name or name in inside):
+            found[name] += 1
+    for text in texts:
+        for number in _NUMBER.findall(text or ""):
+            found[number.rstrip(".,:")] += 1
+        for pair in _QUOTED.findall(text or ""):
+            quoted = pair[0] or pair[1]
+            if len(quoted.split()) <= 5:
+                found[quoted.strip().lower()] += 1
+    return [item for item, _ in found.most_common()]
+
+
+def _opens_sentence(text: str, start: int) -> bool:
+    before = text[:start].rstrip(" \t\"'“‘(")
+    return not before or before.endswith((".", "!", "?", "…", ">", ":", "\n"))
+
+
+def _keeps(text: str, item: str) -> bool:
+    lowered = text.lower()
+    return all(part.lower() in lowered for part in item.split())
+
+
+def check(text: str, sources: Sequence[str]) -> Verdict:
+    """Whether `text` may stand as a memory (or summary) of `sources`."""
+    text = (text or "").strip()
+    required = tuple(salient(sources)[:REQUIRED_ITEMS])
+    if len(text.split()) < 5:
+        return Verdict(False, "too short to hold a fact", (), required)
+    lowered = text.lower()
+    meta = next((p for p in META_PHRASES if p in lowered), None)
+    if meta:
+        return Verdict(False, f"talks about the prompt ({meta!r})", (), required)
+    if first_person(text):
+        return Verdict(False, "narrated as 'I'", (), required)
+    kept = tuple(i for i in required if _keeps(text, i))
+    if required and len(kept) < math.ceil(KEEP_SHARE * len(required)):
+        return Verdict(False, f"kept {len(kept)} of the {len(required)} names, numbers and quoted words",
+                       kept, required)
+    return Verdict(True, "", kept, required)
+
+
+_THIRD = ((r"\byou are\b", "{n} is"), (r"\byou were\b", "{n} was"), (r"\byou have\b", "{n} has"),
+          (r"\byou're\b", "{n} is"), (r"\byou've\b", "{n} has"), (r"\byourself\b", "{n}"),
+          (r"\byour\b", "{n}'s"), (r"\byou\b", "{n}"),
+          (r"\bI am\b", "{n} is"), (r"\bI'm\b", "{n} is"), (r"\bI was\b", "{n} was"), (r"\bI have\b", "{n} has"),
+          (r"\bmyself\b", "{n}"), (r"\bmy\b", "{n}'s"), (r"\bme\b", "{n}"), (r"\bI\b", "{n}"))
+
+
+def third_person(sentence: str, name: str) -> str:
+    """"you"/"I" outside quotes become the protagonist's name: a memory is read
+    on its own, much later, and "you" there is nobody. Verb agreement is only
+    mended for be/have; the facts, not the grammar, are what must survive."""
+    name = name or "the player"
+
+    def swap(part: str) -> str:
+        for pattern, replacement in _THIRD:
+            part = re.sub(pattern, replacement.format(n=name), part, flags=re.IGNORECASE if "you" in pattern else 0)
+        return part
+
+    pieces, last = [], 0
+    for quote in _QUOTE_SPAN.finditer(sentence):
+        pieces.extend([swap(sentence[last:quote.start()]), quote.group()])
+        last = quote.end()
+    pieces.append(swap(sentence[last:]))
+    out = "".join(pieces).strip()
+    return out[:1].upper() + out[1:]
+
+
+_CLAUSE = re.compile(r"(?<=[,;:])\s+|\s+(?=—)")
+
+
+def extractive(texts: Sequence[str], max_words: int, name: str = "", corpus: Sequence[str] = ()) -> str:
+    """The most informative of `texts`' sentences, in story order, within
+    `max_words`. A sentence's weight is its names, numbers and quoted phrases
+    (three points each) plus the mean rarity of its content words (inverse
+    document frequency over the sentences of `texts` and of `corpus`, the
+    story before them), so travel filler repeated turn after turn loses to the
+    one line that named the smith of Greyford. A sentence too long for the
+    words left is tried clause by clause, so a long line's named part still fits."""
+    candidates = [s for t in texts for s in sentences(t)]
+    if not candidates:
+        return ""
+    items = {i.lower() for i in salient(texts)}
+    pool = [set(_words(s)) for s in [*candidates, *(s for t in corpus for s in sentences(t))]]
+    df = Counter(w for words in pool for w in words)
+    n = len(pool)
+
+    def weight(sentence: str) -> float:
+        words = [w for w in set(_words(sentence)) if w not in STOP_WORDS]
+        rare = sum(math.log((n + 1) / (df[w] + 0.5)) for w in words) / max(1, len(words))
+        return rare + 3.0 * sum(1 for i in items if i in sentence.lower())
+
+    chosen: list[tuple[int, int, str]] = []  # (sentence index, clause index, text)
+    room = max_words
+    for i in sorted(range(len(candidates)), key=lambda i: -weight(candidates[i])):
+        named = weight(candidates[i]) >= 3.0
+        fits = len(candidates[i].split()) <= room
+        pieces = [candidates[i]] if fits or not named else _CLAUSE.split(candidates[i])
+        for j in sorted(range(len(pieces)), key=lambda j: -weight(pieces[j])):
+            cost = len(pieces[j].split())
+            if cost <= room:
+                chosen.append((i, j, pieces[j]))
+                room -= cost
+        if room <= 3:
+            break
+    if not chosen:  # one sentence longer than the whole memory: its start
+        chosen = [(0, 0, " ".join(candidates[0].split()[:max_words]))]
+    return " ".join(third_person(_closed(text), name) for _, _, text in sorted(chosen))
+
+
+def _closed(clause: str) -> str:
+    clause = clause.strip().rstrip(",;:—").strip()
+    return clause if clause.endswith((".", "!", "?", "…", '"', "”", "'")) else clause + "."

@@ -1,0 +1,81 @@
+"""The memory guard: a memory that loses the block's facts, narrates as "I"
+or talks about the prompt is replaced by the block's own sentences."""
+from narrators import TaskNarrator
+
+from engine import Workbench
+from engine.memory.guard import check, extractive, salient, third_person
+
+BLOCK = [
+    "> I cross the ford and look for someone to mend my buckle.",
+    "At the ford you meet the smith of Greyford, a broad woman named Thora Vance, who mends your buckle for two "
+    "coppers. The wind drops and the air turns mild.",
+    "> I walk on along the salt road.",
+    "A thin rain drifts in from the west. Carters pass with loads of turnips and say little. The hours pass quietly.",
+    "> I rest for a while near Millbridge.",
+    "Mist hangs low over the ground. A dog barks somewhere behind a hedge. You press on as the day wears away.",
+]
+
+
+def test_salient_items_are_names_numbers_and_quotes_not_sentence_starters():
+    items = salient(["The password is 'gull and anchor'. You meet Thora Vance at Greyford in 1184."])
+    assert {"Thora Vance", "Greyford", "1184", "gull and anchor"} <= set(items)
+    assert not {"The", "You"} & set(items)
+
+
+def test_the_weak_models_memories_are_rejected_with_a_reason():
+    assert not check("I am the protagonist, I travel on (7).", BLOCK).ok
+    assert "prompt" in check("The story excerpt is a continuation of the cast list, and it goes on.", BLOCK).reason
+    dropped = check("Wren walked a long way in the rain and rested by a hedge.", BLOCK)
+    assert not dropped.ok and "kept 0" in dropped.reason
+
+
+def test_a_memory_that_keeps_the_names_stands():
+    verdict = check("Wren met Thora Vance, the smith of Greyford, who mended a buckle near Millbridge.", BLOCK)
+    assert verdict.ok, verdict.reason
+
+
+def test_quoted_speech_in_first_person_is_not_narration_as_i():
+    assert check('Thora Vance of Greyford told Wren "I mend buckles for two coppers" near Millbridge.', BLOCK).ok
+
+
+def test_extractive_memory_keeps_the_planted_fact_over_filler():
+    memory = extractive(BLOCK, 50, "Wren")
+    assert "Thora Vance" in memory and "Greyford" in memory
+    assert "turnips" not in memory  # filler loses to the line that named someone
+    assert len(memory.split()) <= 50 and "you " not in f" {memory.lower()} "
+
+
+def test_third_person_names_the_protagonist_outside_quotes():
+    assert third_person('You are tired. "You there!" you hear.', "Wren") == 'Wren is tired. "You there!" Wren hear.'
+
+
+class StoryAndMemories(TaskNarrator):
+    """Narrates BLOCK's narration lines in turn; memory replies from a list."""
+
+    def __init__(self, memories):
+        super().__init__(memory_reply=lambda excerpt: next(memories, "The story excerpt says nothing."))
+        self.story = [line for line in BLOCK if not line.startswith(">")]
+
+    def execute(self, prompt):
+        if prompt.task != "narrate":
+            yield from super().execute(prompt)
+            return
+        from engine.providers import Text
+
+        self.turns += 1
+        yield Text(self.story[(self.turns - 1) % len(self.story)])
+
+
+def test_the_bank_replaces_a_rejected_memory_and_keeps_a_good_one(db_path):
+    good = "Wren met Thora Vance, the smith of Greyford, and rested at Millbridge."
+    wb = Workbench.open(db_path, background=False)
+    wb.configure(narrator=StoryAndMemories(iter(["I am the protagonist, I travel on.", good])), embedder="none",
+                 auto_summarize=False)
+    camp = wb.new_campaign("Salt", protagonist="Wren", opening="Dawn on the salt road.")
+    for line in ["cross the ford", "walk on", "rest", "look around", "wait", "sleep", "wake", "go on", "sit",
+                 "stand"]:
+        camp.act(line)
+    memories = camp.memories.frame()["text"].tolist()
+    assert len(memories) >= 2
+    assert "Thora Vance" in memories[0] and not memories[0].startswith("I ")  # extractive, from the block
+    assert memories[1] == good

@@ -1,0 +1,35 @@
+"""The narration's rules as text functions: sentence ends, "you" not "I"."""
+import pytest
+
+from engine.narrative import cut_to_sentence, ends_at_sentence, first_person, second_person
+
+
+@pytest.mark.parametrize("text, kept, tail", [
+    ("The door opens. A cold wind", "The door opens.", "A cold wind"),
+    ('"Run!" she shouts. You turn and', '"Run!" she shouts.', "You turn and"),
+    ("The door opens.", "The door opens.", ""),
+    ('She says, "Wait. The bell is', 'She says, "Wait."', "The bell is"),
+    ("Mr. Hale waits by the door and", "Mr. Hale waits by the door and", ""),  # no sentence end to go back to
+    ("You wait… then the lamp", "You wait…", "then the lamp"),
+])
+def test_a_reply_is_cut_to_its_last_complete_sentence(text, kept, tail):
+    assert cut_to_sentence(text) == (kept, tail)
+
+
+def test_ends_at_sentence_counts_closing_quotes():
+    assert ends_at_sentence('"Who is there?"') and ends_at_sentence("It rains.  ")
+    assert not ends_at_sentence("It rains and") and not ends_at_sentence("")
+
+
+def test_first_person_outside_quotes_only():
+    assert first_person("I'm Grimjack, the tavern's former captain.")
+    assert first_person("The keeper looks at me and nods.")
+    assert not first_person('The keeper says, "I saw my brother at the mill."')
+    assert not first_person("You see Ida by the mill.")
+
+
+def test_second_person_repairs_narration_and_leaves_speech_alone():
+    assert second_person("I am cold. My hands shake and the keeper stares at me.") == \
+        "You are cold. Your hands shake and the keeper stares at you."
+    assert second_person('I turn. "I know you," she says.') == 'You turn. "I know you," she says.'
+    assert not first_person(second_person("This is the end of my story, and I'm glad."))
