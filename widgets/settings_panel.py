@@ -34,7 +34,8 @@ def panel_settings() -> list[str]:
 
 def _control(name: str, spec: Spec, kind: str) -> w.Widget:
     """One labelled control from its declaration; labels get a fixed column so the inputs line up."""
-    common = dict(tooltip=spec.tooltip(name), layout=w.Layout(width="100%", max_width="34em"))
+    # No side margins: ipywidgets' default 2 px beside a 100% width scrolled the panel sideways at 900 px.
+    common = dict(tooltip=spec.tooltip(name), layout=w.Layout(width="100%", max_width="34em", margin="2px 0"))
     labelled = dict(description=spec.label, style={"description_width": "10em"}, **common)
     if spec.choices:
         return w.Dropdown(options=[(words, value) for value, words in spec.choices], **labelled)

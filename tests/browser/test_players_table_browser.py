@@ -174,6 +174,12 @@ def _at_the_table(page, base, token, width) -> None:
     _shot(app, f"app-lore-{width}.png")
     _close(app, "Lore")
 
+    # A save point's label is shown whole, its time included.
+    app.locator(".sw-savepoints input[type=text]").fill("before the stair")
+    app.get_by_role("button", name="Save point").click()
+    app.locator(".sw-status").get_by_text("Save point “before the stair” made").wait_for(timeout=30 * SECOND)
+    assert page.evaluate(_LABEL_FITS), "the save point's label is cut in its list"
+
     # Settings never trap: a public endpoint is refused; back to Embedded, Apply works.
     settings = _open(app, "Settings")
     settings.locator(".sw-setting-narrator select").select_option(label="My server (OpenAI-compatible)")
@@ -235,6 +241,13 @@ _EDITOR_BETWEEN = """() => {
   const after = document.querySelector('.story-workbench-app .story-workbench-story > .widget-html:not(.sw-passages) .sw-passage');
   const b = before.getBoundingClientRect();
   return editor.height > 60 && editor.top >= b.bottom - 2 && (!after || after.getBoundingClientRect().top >= editor.bottom - 2);
+}"""
+_LABEL_FITS = """() => {
+  const select = document.querySelector('.story-workbench-app .sw-savepoints select');
+  const label = select.options[select.selectedIndex].text;
+  const ctx = document.createElement('canvas').getContext('2d');
+  ctx.font = getComputedStyle(select).font;
+  return label.includes('saved') && ctx.measureText(label).width + 24 <= select.clientWidth;
 }"""
 _APP_IN_VIEW = """() => {
   const r = document.querySelector('.story-workbench-app').getBoundingClientRect();

@@ -291,3 +291,15 @@ def test_the_play_notebook_reads_the_players_file_and_keeps_the_panel_settings()
     assert 'db_path = ""' in code and "play_database()" in code and "narrator = None" in code
     assert "app.transcript()" in code and "app.records_view()" in code
     assert "Run All" in cells[0] and "Reloaded" in cells[0]
+
+
+def test_show_with_the_id_box_empty_shows_the_turn_picked_in_the_list(app, camp):
+    """It answered '“” is not a turn id' before."""
+    app.send("go in")
+    app.send("go deeper")
+    inspector = panel(app, "Context")
+    first = [e for e in camp.history() if e.kind == "narrator"][0]
+    inspector.choice.value = first.id
+    inspector.summary.value = ""
+    inspector.go.click()
+    assert "not a turn id" not in inspector.summary.value and f"id {first.id}" in inspector.summary.value
