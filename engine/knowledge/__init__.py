@@ -21,6 +21,8 @@ from .reads import has_sources
 from .records import Retrieved
 from .refusals import KnowledgeRefused
 from .retrieval import Selection, retrieve
+from .second_stage import relevance, stage_for, start_background
+from .stage_vectors import StagePass
 
 __all__ = [
     "CANON",
@@ -42,6 +44,7 @@ __all__ = [
     "Population",
     "Retrieved",
     "Selection",
+    "StagePass",
     "Status",
     "calibrate",
     "calibration_key",
@@ -53,7 +56,10 @@ __all__ = [
     "index_line",
     "load_pairs",
     "normalize",
+    "relevance",
     "render",
     "retrieve",
     "scene_query",
+    "stage_for",
+    "start_background",
 ]

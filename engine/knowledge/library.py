@@ -20,6 +20,7 @@ from ..errors import NotFound
 from ..store import CampaignRow, Database
 from ..store.knowledge_tables import KnowledgeEmbeddingRow, KnowledgePassageRow, KnowledgeSourceRow
 from ..store.models import utcnow
+from . import stage_vectors
 from .calibration import calibrated_models, floor_for, uncalibrated_note
 from .chunking import CHUNKING_VERSION
 from .classes import CANON, CLASS_LABELS
@@ -28,6 +29,8 @@ from .importer import add_source, build_passages
 from .intake import MAX_SOURCE_BYTES, check_class, refuse_size, safe_filename
 from .refusals import KnowledgeRefused
 from .retrieval import Selection, retrieve
+from .second_stage import stage_for
+from .stage_vectors import StagePass
 
 __all__ = ["EMBED_AT_IMPORT", "Library", "Status"]
 
@@ -57,16 +60,33 @@ class Library:
     """Import, inspect and manage the knowledge sources of one campaign."""
 
     def __init__(self, db: Database, campaign_id: int, embedder_getter: Callable[[], object | None] | None = None,
-                 *, progress: bool = True):
+                 *, progress: bool = True, settings: Callable[[], object] | None = None, background: bool = False,
+                 second_stage: object | None = None):
+        """`settings` (a getter of the workbench's Settings) chooses the second
+        stage (`second_stage`: "auto", "embedded", ...), or `second_stage`
+        gives one outright; with neither, the first stage alone. With
+        `background`, its passage vectors are computed in a thread after
+        each import; without, by `embed_second_stage`."""
         self.db = db
         self.campaign_id = campaign_id
         self._embedder_getter = embedder_getter or (lambda: None)
         self.progress = progress
+        self._settings = settings
+        self._stage = second_stage
+        self.background = background
 
     # ------------------------------------------------------------ plumbing
     @property
     def embedder(self):
         return self._embedder_getter()
+
+    @property
+    def second_stage(self):
+        """The second stage this library's retrieval uses, or None (first stage only)."""
+        if self._stage is not None or self._settings is None:
+            return self._stage
+        embedder, _ = self._loaded()
+        return stage_for(self._settings(), getattr(embedder, "model_id", None), background=self.background)
 
     def _loaded(self) -> tuple[object | None, str]:
         """(embedder or None, why it could not be loaded): imports, listings
@@ -146,6 +166,7 @@ class Library:
                                 allow_duplicate=allow_duplicate, progress=self.progress, found=found)
             source_id = source.id
         outcome = self._embed(EMBED_AT_IMPORT if embed_now is None else max(0, int(embed_now)))
+        self._second_in_background()
         summary = self._summary(source_id)
         summary["encoding"] = found.get("encoding", "utf-8")
         summary["embedding"] = outcome.words if outcome else "No embedder is configured: lexical search only."
@@ -269,12 +290,27 @@ class Library:
         """Embed what is pending now (None: no embedder configured)."""
         return self._embed(limit)
 
+    def embed_second_stage(self, limit: int | None = None) -> StagePass | None:
+        """Compute the second stage's passage vectors now, in this thread,
+        with progress (None: no second stage, or one that stores none)."""
+        stage = self.second_stage
+        if stage is None or not stage.needs_vectors:
+            return None
+        return stage_vectors.catch_up(self.db, self.campaign_id, stage.embedder, limit=limit, progress=self.progress)
+
+    def _second_in_background(self) -> None:
+        """After an import: the second stage's vectors in a thread (never in the way)."""
+        stage = self.second_stage
+        if self.background and stage is not None and stage.needs_vectors:
+            stage_vectors.start(self.db, self.campaign_id, stage.embedder, progress=self.progress)
+
     # ------------------------------------------------------------ retrieval
     def retrieve(self, query_text: str, *, budget_tokens: int, context_tokens: int | None = None,
                  exclude: Collection[int] = (), standing: Iterable[str] = ()) -> Selection:
         """What a turn with this scene would be given (a dry run: writes nothing)."""
         return retrieve(self.db, self.campaign_id, query_text, embedder=self.embedder, budget_tokens=budget_tokens,
-                        context_tokens=context_tokens, exclude=exclude, standing=standing)
+                        context_tokens=context_tokens, exclude=exclude, standing=standing,
+                        second_stage=self.second_stage)
 
     # ------------------------------------------------------------ status
     def status(self) -> Status:
@@ -295,7 +331,29 @@ class Library:
             "stale_chunking": self._stale(),
         }
         data["semantic_note"] = load_error or _semantic_note(model, floor)
+        data.update(self._second_status())
         return Status(_status_words(data), data)
+
+    def _second_status(self) -> dict:
+        """How far the second stage has got, in data (see `_status_words`)."""
+        try:
+            stage = self.second_stage
+        except Exception as exc:  # a stage that cannot be built is reported, not raised
+            return {"second_stage": "", "second_stage_note": f"The second stage could not be set up ({exc})."}
+        if stage is None:
+            return {"second_stage": "", "second_stage_note": "No second stage: the first stage alone judges."}
+        floor = floor_for(stage.model_id)
+        data = {"second_stage": stage.model_id, "second_stage_floor": floor, "second_stage_note": "",
+                "second_stage_vectors": stage.needs_vectors}
+        if floor is None:
+            data["second_stage_note"] = "Second stage: " + uncalibrated_note(stage.model_id)
+        if stage.needs_vectors:
+            with self.db.reading() as s:
+                done, total = stage_vectors.coverage(s, self.campaign_id, stage.model_id)
+            data.update(second_stage_ready=done, second_stage_total=total,
+                        second_stage_running=stage_vectors.running(self.db, self.campaign_id, stage.model_id),
+                        second_stage_error=stage_vectors.last_error(self.db, self.campaign_id, stage.model_id))
+        return data
 
     def _stale(self) -> list[dict]:
         """Sources chunked by an older chunker (their passages are the old
@@ -343,6 +401,7 @@ def _status_words(d: dict) -> str:
             else "; every passage is embedded."
     else:
         text += " " + d["semantic_note"]
+    text += " " + _second_words(d)
     for f in d["failed_index"]:
         text += f" Indexing “{f['title']}” failed: {f['detail']}."
     for f in d["failed_embedding"]:
@@ -351,3 +410,19 @@ def _status_words(d: dict) -> str:
         text += (f" {len(d['stale_chunking'])} source(s) were split by an older version of the chunker (larger "
                  "passages than the budget can always show); run reindex() to split them again.")
     return text
+
+
+def _second_words(d: dict) -> str:
+    """The second stage in words: which model, how far its vectors have got."""
+    if not d.get("second_stage") or d.get("second_stage_floor") is None:
+        return d.get("second_stage_note", "")
+    head = f"Second stage: {d['second_stage']} (floor {d['second_stage_floor']})"
+    if not d.get("second_stage_vectors"):
+        return head + ", scoring each turn's candidates on the server."
+    done, total = d["second_stage_ready"], d["second_stage_total"]
+    if done >= total:
+        return head + f", all {total} passage vectors ready."
+    state = "being computed in the background" if d.get("second_stage_running") else "waiting to be computed"
+    error = f" It last stopped on: {d['second_stage_error']}." if d.get("second_stage_error") else ""
+    return (head + f", {done} of {total} passage vectors ready ({state}); a turn whose candidates are not "
+            f"all ready uses the first stage alone.{error}")

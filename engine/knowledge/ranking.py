@@ -19,8 +19,8 @@ import numpy as np
 from .classes import CLASS_WEIGHTS
 from .records import Retrieved
 
-__all__ = ["EVIDENCE_SCALE", "REDUNDANT_SIMILARITY", "RELATIVE_CUT", "cut", "normalise", "rank", "relevance",
-           "suppress"]
+__all__ = ["EVIDENCE_SCALE", "REDUNDANT_SIMILARITY", "RELATIVE_CUT", "SECOND_CUT", "SECOND_EVIDENCE_SCALE", "cut",
+           "normalise", "normalise_second", "rank", "relevance", "suppress"]
 
 # Lexical evidence (idf units, admitted from ~9) to the cosine's scale.
 # Measured on the retrieval evaluation (3 documents, 72 targeted scenes, the
@@ -32,6 +32,12 @@ EVIDENCE_SCALE = 0.02
 # admitted at 4,096 from 45% to 52% and at 16,384 from 25% to 47%, for one
 # targeted scene in 72 losing its answer; 0.8 kept 37% at 16,384.
 RELATIVE_CUT = 0.9
+# The same two constants when the second stage judged the turn: its score
+# takes the cosine's place. Chosen on the tuning half of the retrieval
+# evaluation (notebooks/retrieval_eval.ipynb, "Second-stage constants"), see
+# the figures there.
+SECOND_EVIDENCE_SCALE = 0.0
+SECOND_CUT = 0.9
 # Inherited from the memory bank, measured on nomic-embed-text: redundant
 # pairs scored 0.938-0.996, distinct ones 0.349-0.906. Word overlap was ruled
 # out ("Mara promised Aldric" / "Aldric promised Mara"). An identical passage
@@ -55,14 +61,26 @@ def normalise(items: Sequence[Retrieved]) -> list[Retrieved]:
     return out
 
 
-def cut(ranked: Sequence[Retrieved]) -> tuple[list[Retrieved], list[Retrieved]]:
+def normalise_second(items: Sequence[Retrieved]) -> list[Retrieved]:
+    """As `normalise`, with the second stage's score in the cosine's place."""
+    out = []
+    for r in items:
+        lex = SECOND_EVIDENCE_SCALE * max(r.evidence or 0.0, 0.0)
+        sem = max(r.second or 0.0, 0.0)
+        weight = CLASS_WEIGHTS.get(r.classification, 1.0)
+        out.append(r.with_(lexical=lex, semantic=sem, score=(lex + sem) * weight))
+    return out
+
+
+def cut(ranked: Sequence[Retrieved], *, second: bool = False) -> tuple[list[Retrieved], list[Retrieved]]:
     """(kept, dropped): retrieved passages whose relevance is under
     RELATIVE_CUT of the best go; always-in-force ones are never cut. On
     relevance, not the class-weighted score: authority orders passages, it
     must not decide that a Reference passage as relevant as a Canon one is
     the weak tail."""
+    share = SECOND_CUT if second else RELATIVE_CUT
     best = max((r.lexical + r.semantic for r in ranked if not r.always), default=0.0)
-    weak = {id(r) for r in ranked if not r.always and r.lexical + r.semantic < RELATIVE_CUT * best}
+    weak = {id(r) for r in ranked if not r.always and r.lexical + r.semantic < share * best}
     return [r for r in ranked if id(r) not in weak], [r for r in ranked if id(r) in weak]
 
 

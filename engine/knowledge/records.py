@@ -35,6 +35,7 @@ class Retrieved:
     cosine: float | None = None  # the raw cosine, when one was computed
     bm25: float | None = None  # the raw (negated) bm25, when the passage was a lexical candidate
     evidence: float | None = None  # rarity-weighted lexical evidence (see admission), when a candidate
+    second: float | None = None  # the second stage's score, when it judged the turn (see second_stage)
     score: float = 0.0  # relevance x class weight
     matched_terms: tuple[str, ...] = ()
     content_hash: str = ""
@@ -61,6 +62,7 @@ class Retrieved:
             "cosine": None if self.cosine is None else round(self.cosine, 4),
             "bm25": None if self.bm25 is None else round(self.bm25, 4),
             "evidence": None if self.evidence is None else round(self.evidence, 3),
+            "second": None if self.second is None else round(self.second, 4),
             "score": round(self.score, 4), "matched_terms": list(self.matched_terms),
             **({"duplicate_of": self.duplicate_of} if self.duplicate_of is not None else {}),
         }

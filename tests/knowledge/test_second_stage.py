@@ -1,0 +1,213 @@
+"""The second stage: both paths' candidates scored again by a stronger model,
+behind one seam (stored vectors, a server's /rerank or /v1/embeddings, off),
+its vectors computed ahead of play and shared, and a turn that embeds only
+its query."""
+import threading
+
+import pytest
+from conftest import ABBEY, CRYPT_SCENE, OSSUARY, SHIP, TAVERN, TIDE_SCENE, new_campaign
+from knowledge_doubles import TopicEmbedder
+from stage_server import StageServer
+
+from engine.errors import NarratorError
+from engine.knowledge import Library, calibration, relevance, stage_for, stage_vectors
+from engine.knowledge.second_stage import RerankStage, VectorStage
+from engine.providers.embedders import MINILM_ID, MPNET_ID, MPNetEmbedder, OpenAIEmbedder
+from engine.providers.rerankers import ServerReranker, read_scores
+from engine.settings import Settings
+
+BUDGET = 6000
+SECOND_FLOOR = 0.6
+
+
+class Recording:
+    """Wraps an embedder and keeps every text it was asked to embed."""
+
+    def __init__(self, inner, gate: threading.Event | None = None):
+        self.inner, self.model_id, self.gate = inner, inner.model_id, gate
+        self.texts: list[str] = []
+
+    def embed(self, texts):
+        if self.gate is not None:
+            self.gate.wait(10)
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+
+@pytest.fixture
+def second(monkeypatch):
+    """A second model (the topic double under its own name) with its own floor."""
+    recorder = Recording(TopicEmbedder("test-second"))
+    monkeypatch.setitem(calibration.registry(), "test-second", {"floor": SECOND_FLOOR})
+    return recorder
+
+
+def staged(db, campaign, topic, stage, **kw) -> Library:
+    lib = Library(db, campaign, lambda: topic, progress=False, second_stage=stage, **kw)
+    for name, text in (("abbey.md", ABBEY), ("tavern.md", TAVERN), ("ossuary.md", OSSUARY), ("ship.md", SHIP)):
+        lib.add(name, text)
+    return lib
+
+
+def test_a_turn_keeps_the_first_stage_until_the_vectors_are_computed_then_uses_the_second(
+        db, campaign, topic, calibrated, second):
+    lib = staged(db, campaign, topic, VectorStage(second))
+    before = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
+    assert not before.report["second_stage_used"] and "still computing" in before.report["second_stage_note"]
+    assert "abbey.md" in [p.filename for p in before.passages]  # the first stage alone judged
+    assert "0 of 4 passage vectors ready" in str(lib.status())
+
+    done = lib.embed_second_stage()
+    assert (done.embedded, done.remaining) == (4, 0) and len(second.texts) == 4
+    second.texts.clear()
+    after = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
+    r = after.report
+    assert r["second_stage_used"] and r["second_stage"] == "test-second" and r["second_stage_floor"] == SECOND_FLOOR
+    abbey = next(p for p in after.passages if p.filename == "abbey.md")
+    assert abbey.second is not None and abbey.second >= SECOND_FLOOR and abbey.semantic == abbey.second
+    assert all(u["second"] is not None for u in r["used"]) and "Second stage: test-second" in r["summary"]
+    assert second.texts == [CRYPT_SCENE]  # a turn embeds its query, never a passage
+    assert "all 4 passage vectors ready" in str(lib.status())
+
+
+def test_the_second_floor_alone_decides_admission(db, campaign, topic, calibrated, second, monkeypatch):
+    lib = staged(db, campaign, topic, VectorStage(second))
+    lib.embed_second_stage()
+    first = Library(db, campaign, lambda: topic, progress=False).retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
+    assert first.retrieved and first.report["second_stage"] == ""  # the first stage admits the abbey
+    monkeypatch.setitem(calibration.registry(), "test-second", {"floor": 0.999})
+    strict = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
+    assert strict.report["second_stage_used"] and strict.retrieved == ()
+    assert strict.report["rejected"] == strict.report["generated"] > 0
+
+
+def test_an_off_topic_scene_admits_nothing_through_the_second_stage(db, campaign, topic, calibrated, second):
+    lib = staged(db, campaign, topic, VectorStage(second))
+    lib.embed_second_stage()
+    sel = lib.retrieve(TIDE_SCENE.replace("harbourmaster", "clerk").replace("tide", "bus"), budget_tokens=BUDGET)
+    assert sel.report["second_stage_used"] or sel.report["generated"] == 0
+    assert not [p for p in sel.retrieved if p.filename != "ship.md"]
+
+
+def test_vectors_are_shared_by_every_campaign_that_shares_a_source(db, campaign, topic, calibrated, second):
+    staged(db, campaign, topic, VectorStage(second)).embed_second_stage()
+    second.texts.clear()
+    other = new_campaign(db, title="Second campaign")
+    lib = Library(db, other, lambda: topic, progress=False, second_stage=VectorStage(second))
+    lib.add("abbey-copy.md", ABBEY)
+    with db.reading() as s:
+        assert stage_vectors.coverage(s, other, "test-second") == (1, 1)
+    assert lib.embed_second_stage().embedded == 0 and second.texts == []
+    assert lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET).report["second_stage_used"]
+
+
+def test_vectors_are_computed_in_the_background_and_a_turn_never_waits(db, campaign, topic, calibrated):
+    gate = threading.Event()
+    slow = Recording(TopicEmbedder("test-second"), gate)
+    calibration.registry()["test-second"] = {"floor": SECOND_FLOOR}
+    try:
+        lib = staged(db, campaign, topic, VectorStage(slow, background=True), background=True)
+        assert stage_vectors.running(db, campaign, "test-second")
+        sel = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)  # while the pass is held at its first batch
+        assert not sel.report["second_stage_used"] and sel.retrieved
+        assert "being computed in the background" in str(lib.status())
+        gate.set()
+        assert stage_vectors.wait(db, campaign, "test-second", 10) == ""
+        assert lib.status().data["second_stage_ready"] == 4
+        assert lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET).report["second_stage_used"]
+    finally:
+        gate.set()
+        calibration.registry().pop("test-second", None)
+
+
+def test_a_failing_or_uncalibrated_second_stage_leaves_the_first(db, campaign, topic, calibrated, second):
+    lib = staged(db, campaign, topic, VectorStage(Recording(TopicEmbedder("never-measured"))))
+    lib.embed_second_stage()
+    sel = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
+    assert not sel.report["second_stage_used"] and "no measured relevance calibration" in sel.report[
+        "second_stage_note"] and sel.retrieved
+    dead = RerankStage(ServerReranker("http://127.0.0.1:9", "gone"))
+    calibration.registry()["gone"] = {"floor": 0.5}
+    try:
+        lib2 = Library(db, campaign, lambda: topic, progress=False, second_stage=dead)
+        sel = lib2.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
+    finally:
+        calibration.registry().pop("gone", None)
+    assert not sel.report["second_stage_used"] and "failed this turn" in sel.report["second_stage_note"]
+    assert sel.retrieved  # the first stage still answered
+
+
+@pytest.mark.parametrize("shape", ["llamacpp", "vllm", "tei"])
+def test_a_servers_rerank_scores_each_document_in_order(shape):
+    docs = ["The abbey crypt lies below the chapel.", "Tide tables and crane shifts.", "Ale by the hearth."]
+    with StageServer(shape) as server:
+        reranker = ServerReranker(server.base, "bge-reranker")
+        scores = reranker.rerank(CRYPT_SCENE, docs)
+        assert scores == pytest.approx(server.scores(CRYPT_SCENE, docs))
+        assert scores[0] == max(scores)
+        paths = [p for p, _ in server.requests]
+        assert paths[-1] == "/rerank" and ("texts" in server.requests[-1][1]) == (shape == "tei")
+        reranker.rerank(CRYPT_SCENE, docs)  # the shape that worked is kept: one request more
+        assert len(server.requests) == len(paths) + 1
+
+
+def test_a_rerank_server_is_the_second_stage_of_a_turn(db, campaign, topic, calibrated):
+    with StageServer("llamacpp") as server:
+        calibration.registry()["bge-reranker"] = {"floor": SECOND_FLOOR}
+        try:
+            lib = staged(db, campaign, topic, RerankStage(ServerReranker(server.base, "bge-reranker")))
+            assert lib.embed_second_stage() is None  # nothing stored ahead: the server scores each turn
+            sel = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
+        finally:
+            calibration.registry().pop("bge-reranker", None)
+        body = server.requests[-1][1]
+    assert sel.report["second_stage_used"] and [p.filename for p in sel.retrieved] == ["abbey.md"]
+    assert body["query"] == CRYPT_SCENE and len(body["documents"]) == sel.report["second_stage_scored"]
+
+
+def test_a_servers_embeddings_are_the_second_stage_with_stored_vectors(db, campaign, topic, calibrated):
+    with StageServer("llamacpp") as server:
+        calibration.registry()["server-topic"] = {"floor": SECOND_FLOOR}
+        try:
+            lib = staged(db, campaign, topic, VectorStage(OpenAIEmbedder(server.base + "/v1", "server-topic")))
+            assert lib.embed_second_stage().embedded == 4
+            sel = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
+        finally:
+            calibration.registry().pop("server-topic", None)
+        turn = [b for p, b in server.requests if p == "/v1/embeddings"][-1]
+    assert sel.report["second_stage_used"] and "abbey.md" in [p.filename for p in sel.retrieved]
+    assert turn["input"] == [CRYPT_SCENE]
+
+
+def test_the_server_stage_keeps_the_narrators_endpoint_policy():
+    with pytest.raises(NarratorError, match="8.8.8.8"):
+        ServerReranker("http://8.8.8.8:8080", "m").rerank("q", ["d"])
+    with pytest.raises(NarratorError, match="404"):
+        with StageServer("llamacpp") as server:
+            ServerReranker(server.base + "/nothing", "m").rerank("q", ["d"])
+
+
+def test_rerank_answers_are_read_by_index_or_refused():
+    assert read_scores({"results": [{"index": 1, "relevance_score": 2.0}, {"index": 0, "relevance_score": -1}]},
+                       2) == [-1.0, 2.0]
+    assert read_scores([{"index": 0, "score": 0.9}], 1) == [0.9]
+    with pytest.raises(ValueError):
+        read_scores({"results": [{"index": 3, "relevance_score": 1}]}, 2)
+    with pytest.raises(ValueError):
+        read_scores({"results": [{"index": 0, "relevance_score": 1}]}, 2)
+
+
+def test_settings_choose_the_backend():
+    assert isinstance(stage_for(Settings(), MINILM_ID), VectorStage)
+    assert stage_for(Settings(), MINILM_ID).model_id == MPNET_ID
+    assert stage_for(Settings(), "test-topic-embedder") is None  # auto: only behind the embedded MiniLM
+    assert stage_for(Settings(second_stage="off"), MINILM_ID) is None
+    assert isinstance(stage_for(Settings(second_stage="embedded"), None).embedder, MPNetEmbedder)
+    rerank = stage_for(Settings(second_stage="rerank", second_stage_url="http://127.0.0.1:8080",
+                                second_stage_model="bge"), MINILM_ID)
+    assert isinstance(rerank, RerankStage) and rerank.model_id == "bge"
+
+
+def test_relevance_scores_a_handful_of_texts_for_other_callers(second):
+    scores = relevance(VectorStage(second), [CRYPT_SCENE], ["The abbey crypt and its vault.", "Ale and benches."])
+    assert scores[0] > scores[1]
