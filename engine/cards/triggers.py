@@ -16,8 +16,9 @@ the same scanned texts — "and_any" (at least one), "and_all" (every one),
 
 A key written in a script's syntax (AI Dungeon World Info scripts append
 attributes such as `Honeywood#[t=5l=5f=2S=2]`), or holding a macro its tool
-expands first (`{{getvar::x}}`), cannot be evaluated here: it never fires, and `unusable_keys` names it so the import report and the lore
-panel can say so instead of staying silent.
+expands first (`{{getvar::x}}`), cannot be evaluated here: it never fires,
+and `unusable_keys` names it so the import report and the lore panel can say
+so instead of staying silent.
 
 `fired_cards` is pure (cards and texts in, fired cards out) so it can be
 tested and timed without a database; `lore_for` reads the campaign's
