@@ -139,6 +139,11 @@ class Settings:
     n_ctx: int = setting(4096, "Model window", "Tokens the embedded model is loaded with; the story budget "
                          "follows it unless you set one.", low=256, high=1_048_576, unit="tokens",
                          narrator="local", panel=True, step=1024)
+    # Issue 28: cached chunks the prompt repeats (the kept history after a
+    # floor step) are moved, not read again, as llama-server's --cache-reuse.
+    embedded_cache_reuse: bool = setting(True, "Reuse moved history", "The embedded model keeps the history it "
+                                         "has read when a trim step moves it, instead of reading it again; off "
+                                         "matches the unchanged start of the prompt only.", narrator="local")
     endpoint_url: str = setting("", "Server address", "Your OpenAI-compatible server (Ollama, llama.cpp, vLLM), "
                                 "on this machine or your network.", narrator="endpoint", embedder="endpoint",
                                 required=True, panel=True, placeholder="http://127.0.0.1:11434/v1")

@@ -90,7 +90,7 @@ class Workbench:
                     self._narrator = None
             if moved & {"endpoint_url", "embedding_model", "embedding_model_path"}:
                 self._embedder = None
-            if moved & {"model_path", "n_ctx"} and isinstance(self._narrator, LocalNarrator):
+            if moved & {"model_path", "n_ctx", "embedded_cache_reuse"} and isinstance(self._narrator, LocalNarrator):
                 self._narrator = None
         return self._settings
 
@@ -104,7 +104,7 @@ class Workbench:
         if self._settings.narrator == "local":
             # Checks the file (or the bundled one) now, in words; loads nothing.
             return LocalNarrator(n_ctx=self._settings.n_ctx, model_path=self._settings.model_path or None,
-                                 db=self.db)
+                                 db=self.db, cache_reuse=self._settings.embedded_cache_reuse)
         s = self._settings
         return OpenAINarrator(s.endpoint_url, s.model, api_mode=s.api_mode, timeout=s.timeout_seconds,
                               declared_window=s.context_window_override, db=self.db)

@@ -7,23 +7,39 @@ server really process per turn, against the tokens that are new that turn
 A perfect prefix cache processes only those; sliding the history by one node
 re-processes all of it. The figures come from the server (or the embedded
 model) through each turn's usage, not from our own estimate.
+
+A server that moves cached chunks (llama-server `--cache-reuse`, and the
+embedded narrator since issue 28) also keeps the history a floor step shifts,
+so its processed tokens stay near the new content at every fraction; the
+targets below are that issue's.
 """
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import time
 from pathlib import Path
 
 import pandas as pd
 from tqdm.auto import tqdm
 
-from engine import Workbench
+from engine import Workbench, WorkbenchError
 from engine.providers import Text, Usage
 
 from .replay import Step, move
 
-__all__ = ["GOAL", "MOVES", "PASSAGES", "Passages", "answer", "answers", "grid_cells", "plot", "scripted", "summarise"]
+__all__ = ["GOAL", "MOVES", "PASSAGES", "TARGETS", "TURN_CEILING", "LlamaServer", "Passages", "answer", "answers",
+           "grid_cells", "llama_server_binary", "plot", "scripted", "summarise", "targets"]
 
-# The issue's goal: processed prompt tokens per turn within 2x the new content's.
+# Issue 19's goal: processed prompt tokens per turn within 2x the new content's.
 GOAL = 2.0
+# Issue 28's, for a narrator that moves cached chunks: processed over new
+# content (mean per cell) by trim fraction, and no single turn above the ceiling.
+TARGETS = {4: 1.5, 2: 1.3}
+TURN_CEILING = 4.0
 
 # The shipped campaign's narration: four passages of a narrator turn's length
 # (~150 tokens each), cycled, so a 2,048 budget saturates after about ten turns.
@@ -93,27 +109,100 @@ def scripted(db_path: str | Path, turns: int = 24):
 
 
 def _spec(name: str, path: str, seed: int):
-    """"local" -> the embedded model (seeded), "endpoint" -> the settings' server, else "module:Class"."""
+    """"local" -> the embedded model (seeded), "local-prefix" -> the same with
+    prefix-only caching (no chunk reuse), "endpoint" or "llama-server" -> a
+    server, else "module:Class"."""
     from .replay import Factory
 
-    if name == "local":
-        return Factory("engine.providers.embedded:LocalNarrator", {"seed": seed})
-    if name == "endpoint":
+    if name in ("local", "local-prefix"):
+        return Factory("engine.providers.embedded:LocalNarrator", {"seed": seed, "cache_reuse": name == "local"})
+    if name in ("endpoint", "llama-server"):
         return "endpoint"
     return Factory(name, path=str(Path(path).resolve()) if path else None)
 
 
 def grid_cells(narrators: dict[str, str], axes: dict[str, list], *, endpoint_url: str = "", model: str = "",
-               path: str = "", seed: int = 7, **settings) -> list[dict]:
-    """The notebook's grid: every narrator (label -> "local", "endpoint" or
-    "module:Class") across every combination of `axes`, with `settings` in each cell."""
+               path: str = "", seed: int = 7, servers: dict[str, str] | None = None,
+               narrator_axes: dict[str, dict] | None = None, **settings) -> list[dict]:
+    """The notebook's grid: every narrator (label -> "local", "local-prefix",
+    "endpoint", "llama-server" or "module:Class") across every combination of
+    `axes` (or of `narrator_axes[label]` over them), with `settings` in each
+    cell. A "llama-server" narrator talks to `servers[label]`, the URL of the
+    server started for it."""
     from .grid import cells
 
     out = []
     for label, name in narrators.items():
-        extra = {"endpoint_url": endpoint_url, "model": model} if name == "endpoint" else {}
-        out += [{**settings, **extra, **cell} for cell in cells({label: _spec(name, path, seed)}, **axes)]
+        url = (servers or {}).get(label, "") if name == "llama-server" else endpoint_url
+        extra = {"endpoint_url": url, "model": model} if name in ("endpoint", "llama-server") else {}
+        own = {**axes, **(narrator_axes or {}).get(label, {})}
+        out += [{**settings, **extra, **cell} for cell in cells({label: _spec(name, path, seed)}, **own)]
     return out
+
+
+# ------------------------------------------------------------ a llama-server to compare with
+def llama_server_binary(choice: str = "auto") -> str | None:
+    """The llama-server to run: `choice` itself, or for "auto" STORY_LLAMA_SERVER,
+    then `llama-server` on the PATH, then scripts/build-llama-server.sh's default
+    place; None when there is none (the notebook then says so and leaves it out)."""
+    if choice and choice != "auto":
+        return choice if Path(choice).is_file() else None
+    for candidate in (os.environ.get("STORY_LLAMA_SERVER"), shutil.which("llama-server"),
+                      "/work/llama-server/llama-server"):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    return None
+
+
+class LlamaServer:
+    """llama.cpp's server on a free loopback port, serving `model` (default:
+    the bundled GGUF) with `args`, until `stop()` (or the end of a `with`)."""
+
+    def __init__(self, binary: str, args: str = "--cache-reuse 64 -c 4096 -np 1", model: str | Path | None = None,
+                 threads: int | None = None, timeout: float = 180.0):
+        from engine.providers.embedded import model_path
+        from engine.providers.worker import default_threads
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        # One thread per idle core, as the embedded worker takes, so the two are compared alike.
+        self.model = Path(model or model_path())
+        self.model_name = self.model.name  # the name the server answers to
+        self.args = [binary, "-m", str(self.model), "--host", "127.0.0.1", "--port", str(port),
+                     "-t", str(threads or default_threads()), *shlex.split(args)]
+        self.process = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.url = f"http://127.0.0.1:{port}/v1"
+        self._wait(port, timeout)
+
+    def _wait(self, port: int, timeout: float) -> None:
+        import httpx
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.process.poll() is None:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        self.stop()
+        raise WorkbenchError(f"llama-server did not answer on port {port} within {timeout:.0f} s: {' '.join(self.args)}")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
 
 
 def answers(table: pd.DataFrame, grid: list[dict], fraction: int = 4) -> pd.DataFrame:
@@ -143,13 +232,19 @@ def _measured(df: pd.DataFrame) -> pd.DataFrame:
     return narrated[narrated["turn"] > first]
 
 
+def _p95(values: pd.Series) -> float:
+    return values.quantile(0.95)
+
+
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
     """One row per cell: prompt tokens, what the server processed and served
-    from cache, new content, their ratio, times, reply length, leaks and refusals."""
+    from cache, new content, their ratio (mean and worst turn), times (mean,
+    median and 95th percentile), reply length, leaks and refusals."""
     m = _measured(df).copy()
     for column in ("prompt_tokens", "processed_tokens", "cached_tokens", "new_tokens", "new_server_tokens",
                    "prompt_ms", "total_ms", "ttft_ms", "words", "leaks"):
         m[column] = pd.to_numeric(m[column], errors="coerce")
+    m["turn_over_new"] = m["processed_tokens"] / m["new_server_tokens"]
     g = m.groupby("cell", sort=False)
     table = g.agg(turns=("turn", "count"), prompt_tokens=("prompt_tokens", "mean"),
                   processed_tokens=("processed_tokens", "mean"), new_tokens=("new_tokens", "mean"),
@@ -159,6 +254,11 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
     table["cached_share"] = g["cached_tokens"].sum(min_count=1) / g["prompt_tokens"].sum(min_count=1)
     # Like for like: both in the server's tokens (new content is counted in ours).
     table["processed_over_new"] = table["processed_tokens"] / table["new_server_tokens"]
+    table["worst_turn_over_new"] = g["turn_over_new"].max()
+    table["turns_over_ceiling"] = g["turn_over_new"].apply(lambda s: int((s > TURN_CEILING).sum()))
+    for column in ("ttft_ms", "total_ms"):
+        table[f"{column}_median"] = g[column].median()
+        table[f"{column}_p95"] = g[column].apply(_p95)
     table["fits_share"] = g["accounting"].apply(lambda s: float((s == "fits").mean()))
     table["refused_turns"] = df[df["node_id"].isna()].groupby("cell").size().reindex(table.index).fillna(0).astype(int)
     return table
@@ -179,6 +279,22 @@ def answer(table: pd.DataFrame, *, slide: str, trimmed: str) -> dict:
         "best_cell": best, "best_processed_over_new": _num(known.min()) if best is not None else None,
         "goal": GOAL, "goal_met": bool(best is not None and known.min() <= GOAL),
     }
+
+
+def targets(table: pd.DataFrame, grid: list[dict]) -> pd.DataFrame:
+    """Issue 28's targets, per cell whose trim fraction has one: processed over
+    new content within TARGETS[fraction] and no turn above TURN_CEILING."""
+    rows = []
+    for cell in grid:
+        goal = TARGETS.get(cell.get("trim_fraction"))
+        if goal is None or cell["label"] not in table.index:
+            continue
+        row = table.loc[cell["label"]]
+        ratio, worst = _num(row["processed_over_new"]), _num(row["worst_turn_over_new"])
+        rows.append({"cell": cell["label"], "trim_fraction": cell["trim_fraction"], "processed_over_new": ratio,
+                     "target": goal, "worst_turn": worst, "ceiling": TURN_CEILING,
+                     "met": bool(ratio is not None and worst is not None and ratio <= goal and worst <= TURN_CEILING)})
+    return pd.DataFrame(rows)
 
 
 def _num(value) -> float | None:

@@ -133,7 +133,9 @@ def record(camp: Campaign) -> Recording:
     steps, opening = _steps(camp)
     if not steps:
         raise NotAllowed(f"Campaign {camp.title!r} has no narrated turn on its played path: there is nothing to replay.")
-    settings = {k: v for k, v in asdict(camp.workbench.settings).items() if k not in LOCAL_SETTINGS}
+    # Stored settings only: a private field (Settings._following) is not one wb.configure takes.
+    settings = {k: v for k, v in asdict(camp.workbench.settings).items()
+                if k not in LOCAL_SETTINGS and not k.startswith("_")}
     return Recording(_brief(camp), opening, settings, steps, _knowledge(camp), facts(camp))
 
 

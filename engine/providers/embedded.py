@@ -19,12 +19,12 @@ from importlib import resources
 from pathlib import Path
 
 from ..budget import tokens
+from ..budget.ratios import MAX_RATIO, MIN_RATIO, TokenRatios, next_ratio
 from ..errors import NarratorError, NarratorUnavailable
 from . import window as windows
-from ..budget.ratios import MAX_RATIO, MIN_RATIO, TokenRatios, next_ratio
 from .base import Chunk, Prompt, Reasoning, Status, Text, Usage
 from .window import EMBEDDED, Window
-from .worker import ModelLoadFailed, ModelSpec, WorkerCrashed, WorkerHandle
+from .worker import REUSE_CHUNK, STORY_SLOT, ModelLoadFailed, ModelSpec, WorkerCrashed, WorkerHandle
 
 __all__ = ["DEFAULT_N_CTX", "PORTABLE_FEATURES", "LocalNarrator", "check_gguf", "crash_message", "model_path", "shared_worker",
            "unportable_features"]
@@ -121,7 +121,7 @@ class LocalNarrator:
     """Narrates with a GGUF model in a worker process; one generation at a time per model."""
 
     def __init__(self, n_ctx: int = DEFAULT_N_CTX, seed: int | None = None, model_path: str | Path | None = None,
-                 db=None):
+                 db=None, cache_reuse: bool = True):
         self.path = check_gguf(model_path) if model_path else _bundled()
         # The model's tokens per cl100k token, learned from each prompt it
         # counts; kept in the workbench file when there is one (SmolLM2 counted
@@ -132,6 +132,10 @@ class LocalNarrator:
         self.model_id = BUNDLED_ID if self.bundled else f"gguf:{self.path.name}"
         self.n_ctx = n_ctx
         self.seed = seed
+        # Move cached chunks the prompt repeats (the kept history after a
+        # floor step) instead of reading them again; False matches prefixes only.
+        self.cache_reuse = cache_reuse
+        self.last_usage: dict = {}
 
     @property
     def worker(self) -> WorkerHandle:
@@ -188,6 +192,9 @@ class LocalNarrator:
                          {"role": "user", "content": prompt.user_text}],
             "max_tokens": prompt.max_tokens, "temperature": prompt.temperature,
             "repeat_penalty": REPEAT_PENALTY, "seed": self.seed,
+            "cache_reuse": REUSE_CHUNK if self.cache_reuse else 0,
+            # Memory and summary requests run beside the story's cache, not over it.
+            "slot": STORY_SLOT if prompt.task == "narrate" else prompt.task,
         }
         status, usage = "", {}
         try:
@@ -209,6 +216,8 @@ class LocalNarrator:
             raise NarratorError(crash_message(str(exc))) from exc
         except ModelLoadFailed as exc:
             raise self._error("load", str(exc)) from exc
+        # The worker's whole report (moved_tokens, slot_ms too), for experiments and tests.
+        self.last_usage = usage
         if prompt.task == "narrate":
             self._observe(usage.get("counted"), prompt)
         yield Usage(**{k: usage.get(k) for k in ("prompt_tokens", "completion_tokens", "cached_tokens",

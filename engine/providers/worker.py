@@ -16,13 +16,15 @@ the standard library and llama_cpp, so it starts in ~0.3 s.
 The protocol is pickled tuples over a socket pair (`multiprocessing`'s
 `Connection` framing). Requests:
 ("generate", spec), ("embed", texts), ("smoke",), ("stop",) while a generation
-runs. Replies: ("status", text), ("text", piece), ("reasoning", piece),
+runs. A generate spec may carry "cache_reuse" (the shortest cached chunk worth
+moving; 0 matches prefixes only) and "slot" ("story" or a derived task's). Replies: ("status", text), ("text", piece), ("reasoning", piece),
 ("usage", dict), ("done",), ("vectors", list), ("error", kind, message).
 Sending a message per token costs ~20 µs against ~14 ms per token of SmolLM2
 on 2 cores, so streaming through the pipe is free in practice.
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -35,13 +37,20 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 
-__all__ = ["ModelLoadFailed", "ModelSpec", "WorkerCrashed", "WorkerHandle", "serve"]
+__all__ = ["REUSE_CHUNK", "STORY_SLOT", "ModelLoadFailed", "ModelSpec", "Slots", "WorkerCrashed", "WorkerHandle",
+           "apply_reuse", "plan_reuse", "serve"]
 
 # A worker that has not finished a stopped generation within this long is
 # killed and restarted rather than waited for (prompt processing of 8k tokens
 # on SmolLM2 takes ~6 s here; a larger model can take longer, which is fine:
 # killing it only costs the next turn a model load).
 STOP_GRACE_SECONDS = 10.0
+
+# The shortest run of cached tokens that is moved to its new place rather
+# than read again; llama-server's `--cache-reuse N`. REUSE_CHUNK_MEASURED
+REUSE_CHUNK = 64
+# The story's requests; every other slot name is derived work (memory, summary).
+STORY_SLOT = "story"
 
 
 class WorkerCrashed(Exception):
@@ -95,7 +104,9 @@ def serve(conn, spec: ModelSpec) -> None:  # pragma: no cover - runs in the chil
     import llama_cpp
 
     conn.send(("ready", {"n_ctx": llama.n_ctx(), "template": bool(llama.metadata.get("tokenizer.chat_template")),
+                         "can_shift": can_shift(llama),
                          "system_info": llama_cpp.llama_print_system_info().decode("utf-8", "replace")}))
+    slots = Slots()
     while True:
         try:
             request = conn.recv()
@@ -103,8 +114,9 @@ def serve(conn, spec: ModelSpec) -> None:  # pragma: no cover - runs in the chil
             return
         try:
             if request[0] == "generate":
-                _generate(conn, llama, request[1])
+                _generate(conn, llama, request[1], slots)
             elif request[0] == "smoke":
+                slots.enter(llama, "smoke")
                 out = llama.create_completion("Once upon a time", max_tokens=1, temperature=0.0)
                 conn.send(("smoked", out["choices"][0]["text"]))
             elif request[0] == "embed":
@@ -117,15 +129,16 @@ def serve(conn, spec: ModelSpec) -> None:  # pragma: no cover - runs in the chil
 
 
 def _load(spec: ModelSpec):
-    import llama_cpp
-
     # Both counts: llama-cpp-python's prompt threads default to every core,
     # which put a busy machine's prompt reading back on the spin barrier.
     options = dict(model_path=spec.path, n_ctx=spec.n_ctx, n_threads=spec.threads, n_threads_batch=spec.threads,
                    verbose=False, seed=spec.seed)
     if spec.embedding:
+        import llama_cpp
+
         options.update(embedding=True, pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN)
-    return llama_cpp.Llama(**options)
+        return llama_cpp.Llama(**options)
+    return reusing_llama_class()(**options)
 
 
 def _common_prefix(a, b) -> int:
@@ -136,11 +149,167 @@ def _common_prefix(a, b) -> int:
     return i
 
 
-def _generate(conn, llama, spec: dict) -> None:
+# ------------------------------------------------------------ moving cached chunks
+def plan_reuse(cached, prompt, min_chunk: int) -> tuple[int, list[tuple[int, int, int]]]:
+    """Which cached tokens the new prompt can keep: llama-server's `--cache-reuse` walk.
+
+    After the common prefix, the cache is searched, in order, for a run of at
+    least `min_chunk` tokens equal to what the prompt needs next; that run is
+    moved to its new position and the walk goes on after it. The walk stops at
+    the first prompt token no cached run continues (new content), so what is
+    kept is always a contiguous start of the prompt, which is what
+    llama-cpp-python evaluates after. Returns the kept length and the moves
+    (cache position, prompt position, length). With `min_chunk` 0 only the
+    prefix is kept."""
+    import numpy as np
+
+    cached, prompt = np.asarray(cached, dtype=np.int64), np.asarray(prompt, dtype=np.int64)
+    head_p = head_c = _common_prefix(cached.tolist(), prompt.tolist())
+    moves: list[tuple[int, int, int]] = []
+    if min_chunk <= 0:
+        return head_p, moves
+    while head_c < len(cached) and head_p < len(prompt):
+        found = None
+        for c in head_c + np.flatnonzero(cached[head_c:] == prompt[head_p]):
+            span = min(len(cached) - c, len(prompt) - head_p)
+            if span < min_chunk:
+                break  # later candidates are shorter still
+            differ = np.flatnonzero(cached[c:c + span] != prompt[head_p:head_p + span])
+            n = int(differ[0]) if len(differ) else span
+            if n >= min_chunk:
+                found = (int(c), n)
+                break
+        if found is None:
+            break
+        c, n = found
+        moves.append((c, head_p, n))
+        head_c, head_p = c + n, head_p + n
+    return head_p, moves
+
+
+def can_shift(llama) -> bool:
+    """Whether this model's memory can move cells (not a recurrent model, not M-RoPE)."""
+    import llama_cpp
+
+    memory = llama_cpp.llama_get_memory(llama.ctx)
+    return bool(memory) and bool(llama_cpp.llama_memory_can_shift(memory))
+
+
+def apply_reuse(llama, prompt, min_chunk: int) -> tuple[int, int]:
+    """Moves the cached chunks `plan_reuse` finds into place in `llama`'s KV
+    cache and token record, so llama-cpp-python's own prefix match keeps them
+    and evaluates only the rest. Returns (tokens kept, of which moved).
+
+    Each move drops the cells between the chunk's old and new positions and
+    shifts the chunk down (llama_memory_seq_rm, then llama_memory_seq_add: the
+    keys are re-rotated to their new positions at the next decode), as
+    llama-server does. Sequence 0 is the one llama-cpp-python decodes into."""
+    import llama_cpp
+
+    cached = llama.input_ids[: llama.n_tokens]
+    if min_chunk > 0 and not can_shift(llama):
+        min_chunk = 0
+    kept, moves = plan_reuse(cached, prompt, min_chunk)
+    if not moves:
+        return kept, 0
+    memory = llama_cpp.llama_get_memory(llama.ctx)
+    for at, to, n in moves:
+        llama_cpp.llama_memory_seq_rm(memory, 0, to, at)
+        llama_cpp.llama_memory_seq_add(memory, 0, at, at + n, to - at)
+    llama.input_ids[:kept] = prompt[:kept]
+    llama.n_tokens = kept
+    return kept, sum(n for _, _, n in moves)
+
+
+def reusing_llama_class():
+    """`llama_cpp.Llama` that moves cached chunks before each generation.
+
+    `generate` receives the exact prompt tokens after the chat template, so
+    this is the one place to rearrange the cache before llama-cpp-python
+    compares it with the prompt. `reuse_chunk` is set per request (0: prefix
+    only); `last_reuse` is (prompt tokens, kept from cache, moved)."""
+    import llama_cpp
+
+    class ReusingLlama(llama_cpp.Llama):
+        reuse_chunk = 0
+        last_reuse = (0, 0, 0)
+
+        def generate(self, tokens, *args, **kwargs):
+            tokens = list(tokens)
+            if kwargs.get("reset", True) and self.n_tokens > 0:
+                kept, moved = apply_reuse(self, tokens, self.reuse_chunk)
+            else:
+                kept, moved = 0, 0
+            self.last_reuse = (len(tokens), kept, moved)
+            return super().generate(tokens, *args, **kwargs)
+
+    return ReusingLlama
+
+
+# ------------------------------------------------------------ the story's cache
+class Slots:
+    """The story's KV cache, set aside while derived work uses the model.
+
+    A memory or summary request has its own system block, so it shares ~4
+    tokens with the story: run on the story's cache it replaced it, and the
+    next turn read its whole prompt again (16 of 39 turns in the issue's run).
+    Before a derived request the story's sequence is copied out
+    (llama_state_seq_get_data) with its tokens; the next story request copies
+    it back. Only the story is kept: derived requests are short and rarely
+    share more than their instructions. SLOT_COST_MEASURED"""
+
+    def __init__(self):
+        self.live = STORY_SLOT
+        self.saved: tuple | None = None  # (tokens, state buffer, its size) while derived work runs
+        self.last_ms = 0.0  # the time the last switch took
+
+    def enter(self, llama, slot: str) -> None:
+        started = time.perf_counter()
+        if slot == self.live:
+            self.last_ms = 0.0
+            return
+        if self.live == STORY_SLOT:
+            self.saved = _save_sequence(llama) if llama.n_tokens else None
+        elif slot == STORY_SLOT and self.saved is not None:
+            _restore_sequence(llama, *self.saved)
+            self.saved = None
+        self.live = slot
+        self.last_ms = (time.perf_counter() - started) * 1000
+
+
+def _save_sequence(llama) -> tuple:
+    import llama_cpp
+
+    size = llama_cpp.llama_state_seq_get_size(llama.ctx, 0)
+    buffer = (ctypes.c_uint8 * size)()
+    written = llama_cpp.llama_state_seq_get_data(llama.ctx, buffer, size, 0)
+    return llama.input_ids[: llama.n_tokens].copy(), buffer, written
+
+
+def _restore_sequence(llama, tokens, buffer, size) -> None:
+    """The story's cells and tokens back in place; on failure the cache starts
+    empty (the turn reads its whole prompt, as it did before slots)."""
+    import llama_cpp
+
+    memory = llama_cpp.llama_get_memory(llama.ctx)
+    llama_cpp.llama_memory_seq_rm(memory, 0, -1, -1)
+    if size and llama_cpp.llama_state_seq_set_data(llama.ctx, buffer, size, 0):
+        llama.input_ids[: len(tokens)] = tokens
+        llama.n_tokens = len(tokens)
+    else:
+        llama.n_tokens = 0
+    # The restored cells carry no logits: llama-cpp-python must decode at least one token.
+    llama._requires_eval = True
+
+
+def _generate(conn, llama, spec: dict, slots: Slots | None = None) -> None:
     """Stream one chat completion. The KV cache of the previous prompt stays in
-    `llama`, and llama-cpp-python evaluates only what differs from it: the
-    cache figures reported are exactly that prefix."""
-    before = list(llama.input_ids[: llama.n_tokens])
+    `llama`; chunks of it the new prompt repeats are moved into place and only
+    the rest is evaluated. The cache figures reported are exactly that:
+    cached = kept (prefix and moved chunks), processed = evaluated."""
+    if slots is not None:
+        slots.enter(llama, spec.get("slot", STORY_SLOT))
+    llama.reuse_chunk = int(spec.get("cache_reuse", 0))
     messages = spec["messages"]
     # The model's own count of the texts (no chat template): the parent sets it
     # against its cl100k estimate of the same texts to learn the model's ratio.
@@ -167,13 +336,16 @@ def _generate(conn, llama, spec: dict) -> None:
             stopped = True
             break
     ended = time.perf_counter()
-    prompt_n = max(llama.n_tokens - produced, 0)
-    cached = min(_common_prefix(before, list(llama.input_ids[:prompt_n])), max(prompt_n - 1, 0))
+    prompt_n, kept, moved = llama.last_reuse
+    # llama-cpp-python reads the last prompt token again when all of it was kept.
+    cached = min(kept, max(prompt_n - 1, 0))
     first = first or ended
     conn.send(("usage", {
         "prompt_tokens": prompt_n, "completion_tokens": produced, "cached_tokens": cached,
-        "processed_tokens": prompt_n - cached, "prompt_ms": round((first - started) * 1000, 2),
-        "generation_ms": round((ended - first) * 1000, 2), "stopped": stopped, "counted": estimate,
+        "processed_tokens": prompt_n - cached, "moved_tokens": moved,
+        "prompt_ms": round((first - started) * 1000, 2), "generation_ms": round((ended - first) * 1000, 2),
+        "slot_ms": round(slots.last_ms, 2) if slots is not None else 0.0,
+        "stopped": stopped, "counted": estimate,
     }))
     conn.send(("done",))
 
