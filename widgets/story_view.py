@@ -144,7 +144,7 @@ class StoryView:
 
     def edit_in_place(self, node_id: int, text: str) -> bool:
         """Open the editor where passage `node_id` stands; False if it is not shown."""
-        if not any(e.id == node_id for e in self._entries[-self.max_entries:]):
+        if not any(getattr(e, "id", None) == node_id for e in self._entries[-self.max_entries:]):
             return False
         self.editing = node_id
         self.editor.text.value = text
@@ -162,7 +162,8 @@ class StoryView:
         note = html.tag("p", f"{hidden} earlier passages are not shown here; the transcript (display the campaign) "
                              "has them all.", style="color:#888;font-size:85%") if hidden else ""
         shown = entries[hidden:]
-        at = next((i for i, e in enumerate(shown) if e.id == self.editing), None)
+        at = (None if self.editing is None else
+              next((i for i, e in enumerate(shown) if getattr(e, "id", None) == self.editing), None))
         if at is None:
             self.editing = None
             body = self._passages(shown) or display.not_started_html()
@@ -178,15 +179,18 @@ class StoryView:
         return Html("").join(self._passage(e) for e in entries)
 
     def _passage(self, entry) -> Html:
-        cut = self._cut if self._cut is not None and self._cut.node_id == entry.id else None
+        node_id = getattr(entry, "id", None)
+        node_id = node_id if isinstance(node_id, int) else None  # the id travels in a class name: digits only
+        cut = self._cut if self._cut is not None and node_id is not None and self._cut.node_id == node_id else None
         if cut is not None:
             entry = _Shown(entry, cut.shown)
         mark = (html.tag("span", "✎ Edit", cls="sw-edit-mark", role="button", title=_EDIT_TIP[entry.kind],
-                         style=_MARK) if entry.kind in _EDIT_TIP else "")
+                         style=_MARK) if node_id is not None and entry.kind in _EDIT_TIP else "")
         flag = html.tag("div", "✂ Cut short at the reply length: shown to its last whole sentence (the rest is kept "
                                "with the turn). Finish the reply ▸ lets the narrator go on.",
                         cls="sw-cut-mark", style=_CUT) if cut is not None else ""
-        return html.tag("div", mark + display.entries_html([entry]) + flag, cls=f"sw-passage sw-node-{entry.id}",
+        node = f" sw-node-{node_id}" if node_id is not None else ""
+        return html.tag("div", mark + display.entries_html([entry]) + flag, cls=f"sw-passage{node}",
                         style="display:flow-root")
 
     # ------------------------------------------------------------ the live passage
