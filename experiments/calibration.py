@@ -11,17 +11,23 @@ __all__ = ["embedder_for", "plot", "populations"]
 
 
 def embedder_for(backend: str, model: str = "", endpoint: str = ""):
-    """'minilm' (embedded), 'gguf' (the embedded SmolLM2 file, mean-pooled), or
-    'endpoint' (an OpenAI-compatible /v1/embeddings on this machine or the LAN)."""
+    """'minilm' (embedded), 'mpnet' (the embedded second-stage model, its
+    vectors through the evaluation's on-disk cache), 'gguf' (the embedded
+    SmolLM2 file, mean-pooled), or 'endpoint' (an OpenAI-compatible
+    /v1/embeddings on this machine or the LAN)."""
     from engine.providers import embedders
 
     if backend == "minilm":
         return embedders.MiniLMEmbedder()
+    if backend == "mpnet":
+        from .retrieval_eval import CachedEmbedder
+
+        return CachedEmbedder(embedders.MPNetEmbedder())
     if backend == "gguf":
         return embedders.LlamaEmbedder(model or None)
     if backend == "endpoint":
         return embedders.OpenAIEmbedder(endpoint, model)
-    raise ValueError(f"backend must be 'minilm', 'gguf' or 'endpoint', not {backend!r}")
+    raise ValueError(f"backend must be 'minilm', 'mpnet', 'gguf' or 'endpoint', not {backend!r}")
 
 
 def populations(calibration):

@@ -29,7 +29,7 @@ from .importer import add_source, build_passages
 from .intake import MAX_SOURCE_BYTES, check_class, refuse_size, safe_filename
 from .refusals import KnowledgeRefused
 from .retrieval import Selection, retrieve
-from .second_stage import stage_for
+from .second_stage import stage_for, uncalibrated_stage_note
 from .stage_vectors import StagePass
 
 __all__ = ["EMBED_AT_IMPORT", "Library", "Status"]
@@ -346,7 +346,7 @@ class Library:
         data = {"second_stage": stage.model_id, "second_stage_floor": floor, "second_stage_note": "",
                 "second_stage_vectors": stage.needs_vectors}
         if floor is None:
-            data["second_stage_note"] = "Second stage: " + uncalibrated_note(stage.model_id)
+            data["second_stage_note"] = uncalibrated_stage_note(stage.model_id)
         if stage.needs_vectors:
             with self.db.reading() as s:
                 done, total = stage_vectors.coverage(s, self.campaign_id, stage.model_id)

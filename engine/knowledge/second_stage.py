@@ -30,11 +30,11 @@ from functools import lru_cache
 import numpy as np
 
 from . import stage_vectors
-from .calibration import floor_for, uncalibrated_note
+from .calibration import calibrated_models, floor_for
 from .vectors import unit
 
 __all__ = ["KINDS", "STAGE_CANDIDATES", "STAGE_PARTS", "RerankStage", "Rescored", "VectorStage", "relevance", "rescore", "stage_for",
-           "start_background"]
+           "start_background", "uncalibrated_stage_note"]
 
 KINDS = ("auto", "embedded", "endpoint", "rerank", "off")
 # Candidates the second model judges: each path's best this many (the
@@ -116,13 +116,20 @@ def _campaign_of(session, candidates) -> int:
     return row.campaign_id if row is not None else 0
 
 
+def uncalibrated_stage_note(model_id: str) -> str:
+    """Why a configured second stage does not judge, in words."""
+    return (f"The second stage “{model_id}” has no measured floor here, so it does not judge: the first stage "
+            f"alone admits and orders. Models with a measured floor: {', '.join(calibrated_models())}. "
+            "Measure one with notebooks/calibrate.ipynb.")
+
+
 def rescore(stage, session, parts: Sequence[str], candidates: Sequence[tuple[int, str, str]]) -> Rescored:
     """Score `candidates` ((passage id, content hash, embedded line)) for the
     scene's `parts`. Never raises: a failure is a note, and the turn keeps
     the first stage."""
     out = Rescored(model=stage.model_id, floor=floor_for(stage.model_id), candidates=len(candidates))
     if out.floor is None:
-        out.note = "Second stage: " + uncalibrated_note(stage.model_id)
+        out.note = uncalibrated_stage_note(stage.model_id)
         return out
     if not candidates or not parts:
         out.note = "The first stage found no candidates for the second to judge."

@@ -168,3 +168,77 @@ def test_hybrid_retrieval_of_a_played_scene(benchmark, big_library):
 
     sel = benchmark.pedantic(turn, rounds=40, iterations=1, warmup_rounds=2)
     assert sel.report["semantic_used"] and sel.report["lexical_required_newest"] is not None
+
+
+# ---------------------------------------------------------------- the second stage (issue 25)
+class RandomMPNet:
+    """768-dimensional vectors under all-mpnet-base-v2's id: the library's
+    second-stage vectors, made instantly (what they say does not change what
+    reading and scoring them costs)."""
+
+    def __init__(self):
+        from engine.providers.embedders import MPNET_ID
+
+        self.model_id = MPNET_ID
+        self.rng = np.random.default_rng(12)
+
+    def embed(self, texts):
+        return self.rng.normal(size=(len(texts), 768)).astype(np.float32)
+
+
+@pytest.mark.realmodel
+def test_retrieval_with_the_second_stage_over_4000_passages(benchmark, big_library, monkeypatch):
+    """Target: a turn with the default second stage (all-mpnet-base-v2) over
+    4,000 passages in <= 150 ms, its query embedded by the real model; the
+    passage vectors were computed ahead (here: stand-ins of the same shape)."""
+    from engine.knowledge import calibration, stage_for, stage_vectors
+    from engine.knowledge.calibration import calibration_key
+    from engine.providers.embedders import MPNET_ID
+    from engine.settings import Settings
+
+    db, campaign, embedder, _, total = big_library
+    if calibration.floor_for(MPNET_ID) is None:  # timing does not depend on the floor's value
+        monkeypatch.setitem(calibration.registry(), calibration_key(MPNET_ID), {"floor": 0.3})
+    stage_vectors.catch_up(db, campaign, RandomMPNet(), progress=False)
+    stage = stage_for(Settings(), MINILM_ID)  # the defaults: "auto" behind the embedded MiniLM
+    assert stage is not None and stage.model_id == MPNET_ID
+    stage.embedder.embed(["warm the model"])  # loading the model once is not a turn's cost
+
+    def turn():
+        return retrieve(db, campaign, SCENE, embedder=embedder, budget_tokens=8000, second_stage=stage)
+
+    sel = benchmark.pedantic(turn, rounds=20, iterations=1, warmup_rounds=2)
+    assert sel.report["second_stage_used"] and sel.report["semantic_scanned"] == min(total, 4000)
+
+
+@pytest.mark.realmodel
+def test_second_stage_embedding_rate_for_a_1_mb_document(benchmark, tmp_path):
+    """Recorded, not a target: how many passages a second all-mpnet-base-v2
+    embeds from a 1 MB document, with the progress bar a reader sees. A
+    sample of its passages is timed (the whole document takes minutes on a
+    busy machine); the rate and the estimate for the whole are recorded."""
+    import time
+
+    from engine.knowledge import stage_vectors
+    from engine.providers.embedders import MPNetEmbedder
+
+    db = Database(tmp_path / "rate.db")
+    campaign = new_campaign(db)
+    lib = Library(db, campaign, progress=False)
+    lib.add("bible.md", document(1024 * 1024), classification="reference")
+    total = int(lib.list().passages.sum())
+    mpnet = MPNetEmbedder()
+    mpnet.embed(["warm the model"])
+    sample = 4 if benchmark.disabled else 32  # make test runs it once, small
+
+    def run():
+        started = time.perf_counter()
+        done = stage_vectors.catch_up(db, campaign, mpnet, limit=sample, progress=True)
+        return done, time.perf_counter() - started
+
+    done, seconds = benchmark.pedantic(run, rounds=1, iterations=1)
+    rate = done.embedded / seconds
+    benchmark.extra_info.update(passages=total, sampled=done.embedded, passages_per_second=round(rate, 2),
+                                estimated_minutes_for_document=round(total / rate / 60, 1))
+    assert done.embedded == sample and done.remaining == total - sample
+    db.close()

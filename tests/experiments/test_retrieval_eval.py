@@ -2,6 +2,8 @@
 real public document) and its notebook under papermill with small parameters
 (the embedded MiniLM)."""
 import json
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +13,8 @@ import pytest
 
 from experiments import retrieval_eval as ev
 from experiments.results import read_metrics
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "knowledge"))
 
 NOTEBOOKS = Path(__file__).parents[2] / "notebooks"
 DOCS = {"rules": {"file": "srd5.md", "class": "reference"}, "setting": {"file": "openlore.md", "class": "canon"}}
@@ -76,24 +80,79 @@ def test_smaller_passages_fit_the_reference_share_more_often():
 
 @pytest.mark.realmodel
 def test_the_notebook_runs_with_small_parameters(tmp_path):
+    """Both stages side by side on the held-out half of a few scenes of The
+    Time Machine; the second stage judges three candidates per path."""
     out, sidecar = tmp_path / "retrieval_eval.ipynb", tmp_path / "retrieval_eval.json"
     pm.execute_notebook(str(NOTEBOOKS / "retrieval_eval.ipynb"), str(out), kernel_name="python3",
                         cwd=str(NOTEBOOKS), progress_bar=False,
-                        parameters={"documents": ["setting"], "targeted_per_document": 3, "off_topic": 4,
-                                    "windows": [4096], "size_targets": [256, 800], "workdir": str(tmp_path),
+                        parameters={"documents": ["scifi"], "targeted_per_document": 4, "off_topic": 4,
+                                    "windows": [4096], "stage_candidates": 3, "in_play": False,
+                                    "signals_section": False, "size_targets": [256, 800], "workdir": str(tmp_path),
                                     "sidecar": str(sidecar)})
     m = read_metrics(out)
     assert "4096" in json.dumps(json.loads(sidecar.read_text()))  # the sidecar holds the same record
-    w = m["windows"]["4096"]
     assert m["embedding_model"].lower().endswith("minilm-l6-v2") and m["semantic_floor"] is not None
-    assert w["targeted"] == 3 and w["off_topic"] == 4 and 0 <= w["hit_rate"] <= 1
-    assert w["targeted_hits"] >= 2 and w["off_topic_admitting"] == 0
+    assert (m["held_out_targeted"], m["held_out_off_topic"]) == (2, 2)
+    stages = {key.split(" / ")[0] for key in m["held_out"]}
+    assert stages == {"first stage alone", "with second stage (auto)"}
+    second = m["held_out"]["with second stage (auto) / 4096"]
+    assert second["targeted"] == 2 and second["off_topic"] == 2 and 0 <= second["hit_rate"] <= 1
+    assert second["second_used"] == 4 and m["held_out"]["first stage alone / 4096"]["second_used"] == 0
+    assert m["second_stage_vectors"]["model"].endswith("all-mpnet-base-v2")
+    assert m["shipped_second_stage"]["per_path"] == 3 and m["chosen_on_tuning"]["per_path"] in (3, 5)
     assert set(m["targets"]) == {"4096"} and "met" in m["targets"]["4096"]
-    assert m["in_play"]["4096"]["targeted"] == 3 and set(m["targets_in_play"]) == {"4096"}
-    assert m["reachable"]["within"]["engine relevance"]["within 40"] >= w["targeted_hits"]
-    assert m["admission_sweep"] and {"share", "cap", "floor", "hits_4096"} <= set(m["admission_sweep"][0])
     fits = {r["target"]: r["fits_share"] for r in m["passage_sizes"]}
     assert fits[256] > fits[800]
+
+
+def test_the_halves_share_every_document_and_never_a_scene():
+    labels = ev.load_labels()
+    tuning, held = ev.split(labels)
+    t_ids, h_ids = {t["id"] for t in tuning.targeted}, {t["id"] for t in held.targeted}
+    assert not t_ids & h_ids and len(t_ids | h_ids) == len(labels.targeted)
+    assert {t["document"] for t in held.targeted} == set(labels.documents) == {t["document"] for t in tuning.targeted}
+    assert not set(tuning.off_topic) & set(held.off_topic) and len(held.off_topic) >= 40
+    assert len(labels.targeted) >= 150 and len(labels.off_topic) >= 80 and len(labels.documents) >= 4
+
+
+def test_paraphrase_scenes_share_no_content_word_with_their_passage():
+    labels = ev.load_labels()
+    para = ev.paraphrases(labels)
+    assert len(para) >= 30
+    assert "scifi-10" in para  # "Nobody here touches flesh of any creature; orchards supply every single meal"
+    assert "scifi-01" not in para  # names the Fourth Dimension its passage names
+    scene = {"id": "x", "document": "scifi", "scene": "I think of the fourth dimension.", "headings": [],
+             "phrases": ["what is meant by the Fourth Dimension"]}
+    assert ev.paraphrases(replace(labels, targeted=(scene,))) == []  # "dimension" is shared
+
+
+def test_the_stage_sweep_chooses_on_the_second_models_score():
+    table = pd.DataFrame([
+        {"kind": "targeted", "id": "t1", "passage_id": 1, "relevant": True, "lex_rank": 2, "sem_rank": None,
+         "evidence": 0.0, "cosine": 0.3, "second": 0.55, "weight": 1.0},
+        {"kind": "targeted", "id": "t1", "passage_id": 2, "relevant": False, "lex_rank": 1, "sem_rank": 1,
+         "evidence": 9.0, "cosine": 0.5, "second": 0.35, "weight": 1.0},
+        {"kind": "off_topic", "id": "o1", "passage_id": 3, "relevant": False, "lex_rank": None, "sem_rank": 1,
+         "evidence": 0.0, "cosine": 0.4, "second": 0.45, "weight": 1.0},
+    ])
+    sweep = ev.stage_sweep(table, floors=(0.3, 0.5), cuts=(0.9,), scales=(0.0,), per_path=(1, 2), shown={4096: 1})
+    row = sweep.set_index(["per_path", "floor"])
+    assert row.loc[(1, 0.3), "hits_4096"] == 0  # the relevant passage is second in its path: not a candidate
+    assert row.loc[(2, 0.3), ["hits_4096", "off_topic_4096"]].tolist() == [1, 1]
+    assert row.loc[(2, 0.5), ["hits_4096", "off_topic_4096", "precision_4096"]].tolist() == [1, 0, 1.0]
+    assert ev.choose(sweep)[["per_path", "floor"]].tolist() == [2, 0.5]
+
+
+def test_the_vector_cache_embeds_a_text_once(tmp_path):
+    from knowledge_doubles import TopicEmbedder
+
+    inner = TopicEmbedder("cache-test")
+    cached = ev.CachedEmbedder(inner, tmp_path / "vectors.sqlite")
+    first = cached.embed(["the abbey crypt", "ale by the hearth"])
+    again = ev.CachedEmbedder(TopicEmbedder("cache-test"), tmp_path / "vectors.sqlite")
+    assert np.allclose(again.embed(["ale by the hearth", "the abbey crypt"]), first[::-1])
+    assert again.inner.calls == 0 and again.missing(["something new"]) == 1
+    assert ev.CachedEmbedder(TopicEmbedder("another-model"), tmp_path / "vectors.sqlite").missing(["the abbey crypt"]) == 1
 
 
 def test_the_admission_sweep_trades_hits_for_everyday_admissions():

@@ -124,7 +124,7 @@ def test_a_failing_or_uncalibrated_second_stage_leaves_the_first(db, campaign, t
     lib = staged(db, campaign, topic, VectorStage(Recording(TopicEmbedder("never-measured"))))
     lib.embed_second_stage()
     sel = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
-    assert not sel.report["second_stage_used"] and "no measured relevance calibration" in sel.report[
+    assert not sel.report["second_stage_used"] and "no measured floor" in sel.report[
         "second_stage_note"] and sel.retrieved
     dead = RerankStage(ServerReranker("http://127.0.0.1:9", "gone"))
     calibration.registry()["gone"] = {"floor": 0.5}
