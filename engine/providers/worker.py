@@ -225,6 +225,9 @@ def apply_reuse(llama, prompt, min_chunk: int) -> tuple[int, int]:
         llama_cpp.llama_memory_seq_add(memory, 0, at, at + n, to - at)
     llama.input_ids[:kept] = prompt[:kept]
     llama.n_tokens = kept
+    # The logits in hand belong to the old last token: even a prompt kept whole
+    # must decode its last token again before sampling.
+    llama._requires_eval = True
     return kept, sum(n for _, _, n in moves)
 
 

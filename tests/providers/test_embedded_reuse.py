@@ -96,6 +96,17 @@ def test_moved_history_gives_the_next_word_read_afresh_within_the_tolerance(llam
     assert _kl(moved, fresh) <= KL_TOLERANCE
 
 
+def test_a_prompt_kept_whole_by_moving_still_reads_its_last_token(llama):
+    """Every token of this prompt is in the cache, moved: the logits in hand
+    belong to the old prompt's last token, so the last one is read again."""
+    user = "\n\n".join(NODES[4:7])
+    fresh = _next_logits(llama, user, 0)
+    moved = _next_logits(llama, user, REUSE_CHUNK, "\n\n".join(NODES[:7]))
+    prompt_tokens, kept, moved_tokens = llama.last_reuse
+    assert kept == prompt_tokens and moved_tokens > 200
+    assert moved.argmax() == fresh.argmax() and _kl(moved, fresh) <= KL_TOLERANCE
+
+
 def test_a_turn_after_a_memory_request_reads_no_more_than_an_ordinary_turn():
     """A memory request has its own instructions and would replace the story's
     cache; the worker sets the story aside for it and puts it back."""
