@@ -43,9 +43,10 @@ TIPS = {
     "first": "The previous take of the newest narration.",
     "last": "The next take of the newest narration.",
 }
+# Short enough for two rows of the box at 900 px.
 PLACEHOLDER = {
-    False: "What do you do? e.g. open the door · I draw my sword · \"Who's there?\"  (Enter sends)",
-    True: "Story direction, out of character: e.g. Make the storm break.  (Enter sends)",
+    False: "What do you do? e.g. I open the door · \"Who's there?\" (Enter sends)",
+    True: "Out of character: what should happen? e.g. Make the storm break. (Enter sends)",
 }
 
 
