@@ -8,7 +8,7 @@ from knowledge_doubles import GenerousEmbedder, TopicEmbedder
 
 from engine.knowledge import calibrate, calibration_key, floor_for, load_pairs
 from engine.knowledge.calibration import CALIBRATION_FILE, PairSet, calibrated_models, propose_floor, registry
-from engine.providers.embedders import MINILM_ID
+from engine.providers.embedders import MINILM_ID, MPNET_ID
 
 NOMIC_FLOOR = 0.58
 
@@ -33,7 +33,7 @@ def test_a_configuration_id_keeps_its_colons():
 
 def test_every_entry_carries_its_measurement():
     data = json.loads(CALIBRATION_FILE.read_text())
-    assert set(registry()) == {"nomic-embed-text", MINILM_ID.lower()}
+    assert set(registry()) == {"nomic-embed-text", MINILM_ID.lower(), MPNET_ID.lower()}
     assert calibrated_models() == sorted(registry())
     for key, entry in data["models"].items():
         assert 0 < entry["floor"] < 1, key
@@ -105,6 +105,25 @@ def test_a_generous_model_gets_no_floor():
     result = calibrate(GenerousEmbedder(), SMALL)
     assert result.off_topic.min > 0.99  # everything looks related
     assert result.floor is None and not result.separated and "overlap" in result.words
+
+
+STAGE_PAIRS = Path(__file__).parents[1] / "data" / "knowledge" / "stage_pairs.json"
+
+
+def test_the_second_models_entry_was_measured_on_the_tuning_half():
+    """The second stage's floor comes from pairs of the evaluation's tuning
+    half only (experiments.retrieval_eval.split), never from the scenes it is
+    reported on."""
+    from experiments.retrieval_eval import load_labels, split
+
+    entry = registry()[MPNET_ID.lower()]
+    pairs = load_pairs(STAGE_PAIRS)
+    assert entry["pairs_sha256"] == pairs.sha256, "stage_pairs.json changed: re-measure the second model's floor"
+    assert entry["rule"] == "above_off_topic" and entry["floor"] > entry["off_topic"]["max"]
+    assert entry["targeted"]["n"] == len(pairs.targeted) and entry["targeted_above_floor"] >= 0.25
+    tuning, held = split(load_labels())
+    assert {t["scene"] for t in pairs.targeted} <= {t["id"] for t in tuning.targeted}
+    assert not {t["scene"] for t in pairs.targeted} & {t["id"] for t in held.targeted}
 
 
 @pytest.mark.realmodel
