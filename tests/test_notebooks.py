@@ -45,3 +45,37 @@ def test_play_notebook_plays_scripted_turns_with_the_embedded_narrator(tmp_path)
     assert "You knock on the door." in "".join(bundle["text/html"])  # the app cell shows the story played
     errors = [o for c in executed["cells"] if c["cell_type"] == "code" for o in c.get("outputs", []) if o.get("name") == "stderr"]
     assert not [o for o in errors if "Traceback" in "".join(o.get("text", ""))]
+
+
+@pytest.mark.realmodel
+def test_recall_eval_notebook_runs_with_small_parameters(tmp_path):
+    """One short campaign, its memories and summaries written by the embedded model."""
+    from experiments.results import read_metrics
+
+    out, sidecar = tmp_path / "recall_eval.ipynb", tmp_path / "recall_eval.json"
+    pm.execute_notebook(str(NOTEBOOKS / "recall_eval.ipynb"), str(out), kernel_name="python3", cwd=str(NOTEBOOKS),
+                        progress_bar=False,
+                        parameters={"turns": 20, "campaigns": 1, "windows": [2048], "tune_grid": False,
+                                    "workdir": str(tmp_path / "work"), "sidecar": str(sidecar)})
+    m = read_metrics(out)
+    assert m["facts"] == 14 and json.loads(sidecar.read_text())["metrics"]["facts"] == 14
+    assert set(m["held_out"]) == {"raw/single/2048", "raw/parts/2048", "guarded/single/2048", "guarded/parts/2048"}
+    assert all(0 <= v <= 1 for v in m["held_out"].values()) and m["memories_written"] >= 2
+    assert m["targets"]["2048"]["target"] is None  # targets are set for 4,096 and 16,384 only
+
+
+@pytest.mark.realmodel
+def test_narration_eval_notebook_runs_with_small_parameters(tmp_path):
+    """Three turns of the embedded narrator, each scored before and after the engine's rules."""
+    from experiments.results import read_metrics
+
+    out, sidecar = tmp_path / "narration_eval.ipynb", tmp_path / "narration_eval.json"
+    pm.execute_notebook(str(NOTEBOOKS / "narration_eval.ipynb"), str(out), kernel_name="python3",
+                        cwd=str(NOTEBOOKS), progress_bar=False,
+                        parameters={"turns": 3, "max_output_tokens": 48, "memory": False,
+                                    "workdir": str(tmp_path / "work"), "sidecar": str(sidecar)})
+    m = read_metrics(out)
+    assert m["turns"] == 3 and len(m["turns_table"]) == 3
+    played = m["turns"] - m["refused"]
+    assert played >= 1 and m["ends_after"] == 1.0  # every stored reply ends at a sentence end
+    assert set(m["targets"]) == {"second_person_after", "ends_after", "uptake"}

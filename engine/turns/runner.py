@@ -266,7 +266,8 @@ def run_turn(
         max_output_tokens=settings.max_output_tokens, window_verified=window.verified,
     )
     # The cut part of a reply stays with its record (Turn.cut, Turn.tail).
-    accounting = {**accounting, "reply_cut": bool(accounting.get("reply_cut")) or bool(rules["tail"]),
+    accounting = {**accounting,
+                  "reply_cut": bool(accounting.get("reply_cut")) or bool(rules["tail"]) or rules["trailed_off"],
                   "tail": rules["tail"], "rules": rules}
     timings = {
         "prepare_ms": round((prepared - started) * 1000, 2),
@@ -289,7 +290,10 @@ def hold_rules(prose: str) -> tuple[str, dict]:
     if repaired:
         prose = narrative.second_person(prose)
     kept, tail = narrative.cut_to_sentence(prose)
-    return kept, {"first_person_repaired": repaired, "tail": tail}
+    closed = not narrative.ends_at_sentence(kept)
+    if closed:  # not one complete sentence to cut back to: marked as trailing off, and as cut
+        kept = kept.rstrip(" ,;:—-") + "…"
+    return kept, {"first_person_repaired": repaired, "tail": tail, "trailed_off": closed}
 
 
 def _commit(db: Database, campaign_id: int, head: tuple[int | None, int], take: Take) -> Turn:

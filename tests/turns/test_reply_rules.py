@@ -56,3 +56,10 @@ def test_first_person_narration_is_repaired_to_you(db_path):
     turn = camp.act("go to the door")
     assert turn.text == 'You walk to the door and your hand shakes. "I am here," you say.'
     assert turn.accounting["rules"]["first_person_repaired"]
+
+
+def test_a_reply_without_one_complete_sentence_is_marked_as_trailing_off(db_path):
+    wb, narrator, camp = play(db_path, ["The lamp flickers and the shadows,"])
+    turn = camp.act("light the lamp")
+    assert turn.text == "The lamp flickers and the shadows…" and turn.cut and turn.tail == ""
+    assert turn.accounting["rules"]["trailed_off"]

@@ -1,0 +1,201 @@
+"""Does the narrator keep its own rules? Measured per turn on any narrator.
+
+A fixed script of varied turns (actions, speech, Continue, story
+directions), each naming a thing the reply should take up (a lantern, a
+storm, a wolf), is played on a fresh campaign. Per turn it records, for the
+model's raw reply ("before" the engine's rules) and for the stored text
+("after" them: first-person narration repaired, the reply cut to its last
+complete sentence): second person, a complete ending, uptake of the named
+thing; and across replies, the share of each reply's word 4-grams already
+written in an earlier reply. With memory on, each memory the model wrote is
+scored for the names, numbers and quoted words of its block it kept, before
+and after the memory guard.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from engine import TurnFailed, Workbench
+from engine.memory.bank import write_due_memories
+from engine.narrative import ends_at_sentence, first_person, split
+
+__all__ = ["SCRIPT", "Step", "play", "summarise", "memory_quality", "repeated_ngrams", "took_up", "plot_turns"]
+
+
+@dataclass(frozen=True)
+class Step:
+    mode: str  # act | direct | continue
+    text: str
+    named: tuple[str, ...]  # the things the reply should take up (any form of each counts)
+
+
+SCRIPT = (
+    Step("act", "light the lantern and hold it up", ("lantern",)),
+    Step("act", '"Is anyone down here?"', ()),
+    Step("direct", "A storm breaks over the harbour.", ("storm",)),
+    Step("act", "search the fisherman's hut for a rope", ("rope", "hut")),
+    Step("continue", "", ()),
+    Step("direct", "A grey wolf steps out of the trees.", ("wolf",)),
+    Step("act", "throw the bread to the wolf", ("bread", "wolf")),
+    Step("act", "I climb the bell tower", ("tower", "bell")),
+    Step("act", '"Who rang the bell last night?"', ("bell",)),
+    Step("direct", "An old woman with a basket of eels arrives.", ("woman", "eels")),
+    Step("act", "open the iron chest", ("chest",)),
+    Step("continue", "", ()),
+    Step("act", "I follow the river to the mill", ("river", "mill")),
+    Step("direct", "Snow begins to fall.", ("snow",)),
+    Step("act", "read the map by the fire", ("map", "fire")),
+    Step("act", "knock on the chapel door", ("chapel", "door")),
+    Step("continue", "", ()),
+    Step("direct", "A rider in a red cloak gallops past.", ("rider", "cloak")),
+    Step("act", "I buy a knife from the pedlar", ("knife", "pedlar")),
+    Step("act", "ask the ferryman for passage", ("ferryman", "passage")),
+    Step("direct", "The lighthouse lamp goes dark.", ("lamp", "lighthouse")),
+    Step("act", "hide the letter in my boot", ("letter", "boot")),
+    Step("continue", "", ()),
+    Step("act", "ring the bell three times", ("bell",)),
+)
+
+_WORDS = re.compile(r"[a-z']+")
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ves", "es", "s"):
+        if word.endswith(suffix) and len(word) > len(suffix) + 2:
+            return word[: -len(suffix)] + ("f" if suffix == "ves" else "")
+    return word
+
+
+def took_up(reply: str, named: Sequence[str]) -> bool | None:
+    """Whether the reply names any of the input's named things (None when it named none)."""
+    if not named:
+        return None
+    words = {_stem(w) for w in _WORDS.findall(reply.lower())}
+    return any(_stem(n.lower()) in words for n in named)
+
+
+def _grams(text: str, n: int = 4) -> set[tuple[str, ...]]:
+    words = _WORDS.findall(text.lower())
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def repeated_ngrams(replies: Sequence[str], n: int = 4) -> list[float]:
+    """Per reply, the share of its word n-grams already written in an earlier reply."""
+    seen: set = set()
+    out = []
+    for reply in replies:
+        grams = _grams(reply, n)
+        out.append(len(grams & seen) / len(grams) if grams else 0.0)
+        seen |= grams
+    return out
+
+
+def play(path: str | Path, *, narrator="local", steps: Sequence[Step] = SCRIPT, turns: int | None = None,
+         max_output_tokens: int = 200, memory: bool = True, embedder: str = "local", progress: bool = True,
+         **settings) -> tuple[pd.DataFrame, list[dict]]:
+    """Play the script (cycled to `turns`) on a fresh file; one row per turn,
+    and the memory log (the model's memory and the kept one, per block)."""
+    path = Path(path)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    wb = Workbench.open(path, background=False)
+    wb.configure(narrator=narrator, embedder=embedder, max_output_tokens=max_output_tokens, memory_enabled=False,
+                 auto_summarize=False, **settings)
+    camp = wb.new_campaign("Gull Harbour", premise="A harbour town on a stormy coast, where a keeper went missing.",
+                           protagonist="Wren", opening="Rain drums on the slate roofs of Gull Harbour as you step "
+                           "off the coach with a lantern and a letter for the harbour master.")
+    steps = list(steps) if turns is None else [steps[i % len(steps)] for i in range(turns)]
+    rows, log, replies = [], [], []
+    for i, step in enumerate(tqdm(steps, desc="narration", disable=not progress)):
+        try:
+            turn = {"act": lambda s=step: camp.act(s.text), "direct": lambda s=step: camp.direct(s.text),
+                    "continue": camp.continue_story}[step.mode]()
+        except TurnFailed as exc:
+            rows.append({"turn": i, "mode": step.mode, "input": step.text, "refused": str(exc)})
+            continue
+        raw = split(_raw(wb, turn.id))
+        before = raw.prose.strip()
+        after = turn.text
+        replies.append(after)
+        rules = (turn.accounting or {}).get("rules") or {}
+        rows.append({
+            "turn": i, "mode": step.mode, "input": step.text, "named": ", ".join(step.named), "refused": "",
+            "second_person_before": not first_person(before), "second_person_after": not first_person(after),
+            "ends_before": ends_at_sentence(before), "ends_after": ends_at_sentence(after),
+            "uptake": took_up(after, step.named), "cut": turn.cut, "tail": turn.tail,
+            "repaired": bool(rules.get("first_person_repaired")), "asked": rules.get("asked", 1),
+            "words": len(after.split()), "reply": after,
+        })
+        if memory:
+            write_due_memories(wb.db, camp.id, wb.narrator, guard=True, log=log)
+    frame = pd.DataFrame(rows)
+    if replies and "reply" in frame:
+        frame.loc[frame["refused"] == "", "repeated_4grams"] = repeated_ngrams(replies)
+    wb.close()
+    return frame, log
+
+
+def _raw(wb, node_id: int) -> str:
+    from engine.store import NodeRow
+
+    with wb.db.reading() as s:
+        node = s.get(NodeRow, node_id)
+        return node.raw_text or node.text
+
+
+def summarise(frame: pd.DataFrame) -> dict:
+    """The rates the issue's targets are set on."""
+    played = frame[frame["refused"] == ""]
+    named = played[played["uptake"].notna()]
+    directions = named[named["mode"] == "direct"]
+    return {
+        "turns": int(len(frame)), "refused": int((frame["refused"] != "").sum()),
+        "second_person_before": float(played["second_person_before"].mean()),
+        "second_person_after": float(played["second_person_after"].mean()),
+        "ends_before": float(played["ends_before"].mean()), "ends_after": float(played["ends_after"].mean()),
+        "uptake": float(named["uptake"].astype(bool).mean()) if len(named) else None,
+        "uptake_directions": float(directions["uptake"].astype(bool).mean()) if len(directions) else None,
+        "repeated_4grams": float(played["repeated_4grams"].mean()) if "repeated_4grams" in played else None,
+        "cut": int(played["cut"].sum()), "repaired": int(played["repaired"].sum()),
+        "asked_again": int((played["asked"] > 1).sum()),
+    }
+
+
+def memory_quality(log: Sequence[dict]) -> pd.DataFrame:
+    """Per memory: the share of its block's salient items (at most six) the
+    model's memory kept, and the share the stored memory kept."""
+    rows = []
+    for entry in log:
+        required = entry["required"]
+        if not required:
+            continue
+        rows.append({"start": entry["start"], "accepted": entry["accepted"], "reason": entry["reason"],
+                     "model_kept": sum(_held(entry["raw"], i) for i in required) / len(required),
+                     "stored_kept": sum(_held(entry["kept"], i) for i in required) / len(required),
+                     "raw": entry["raw"], "kept": entry["kept"]})
+    return pd.DataFrame(rows)
+
+
+def _held(text: str, item: str) -> bool:
+    return all(part.lower() in text.lower() for part in item.split())
+
+
+def plot_turns(frame: pd.DataFrame):
+    """Per turn: the reply's length and its repeated 4-gram share; the rule breaks marked."""
+    import matplotlib.pyplot as plt
+
+    played = frame[frame["refused"] == ""]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 5), sharex=True)
+    top.bar(played["turn"], played["words"], color=["#c44" if c else "#48c" for c in played["cut"]])
+    top.set_ylabel("words (red: cut)")
+    bottom.plot(played["turn"], played.get("repeated_4grams", 0), marker="o")
+    bottom.set_ylabel("repeated 4-grams")
+    bottom.set_xlabel("turn")
+    fig.tight_layout()
+    return fig

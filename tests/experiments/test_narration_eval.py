@@ -1,0 +1,46 @@
+"""The narration evaluation's code on a scripted narrator whose replies break
+the rules on purpose: the table shows each break before the engine's rules and
+its repair after them."""
+from narrators import ScriptedNarrator
+
+from experiments import narration_eval as ev
+
+REPLIES = [
+    "I'm Grimjack, the tavern's former captain. The lantern swings and",  # first person, cut short
+    "A voice answers from the dark.",
+    '```state\n{"events": []}\n```',  # protocol only: asked again
+    "The storm breaks over the harbour and rain lashes the quay.",
+    "You find a rope coiled in the hut. The wind",
+]
+
+
+def test_the_table_shows_rule_breaks_before_and_their_repair_after(tmp_path):
+    steps = ev.SCRIPT[:4]
+    frame, log = ev.play(tmp_path / "n.db", narrator=ScriptedNarrator(REPLIES), steps=steps, memory=False,
+                         embedder="none", progress=False)
+    assert list(frame["mode"]) == [s.mode for s in steps] and (frame["refused"] == "").all()
+    first = frame.iloc[0]
+    assert not first.second_person_before and first.second_person_after and first.repaired
+    assert not first.ends_before and first.ends_after and first.cut
+    assert first["tail"] == "The lantern swings and" and not first.uptake  # the lantern went with the cut part
+    assert frame.iloc[2].uptake  # the storm direction was taken up
+    s = ev.summarise(frame)
+    assert s["second_person_before"] == 0.75 and s["second_person_after"] == 1.0
+    assert s["ends_after"] == 1.0 and s["cut"] == 2 and s["asked_again"] == 1
+
+
+def test_uptake_matches_forms_and_says_none_when_nothing_was_named():
+    assert ev.took_up("Two wolves howl.", ("wolf",)) and ev.took_up("The lanterns glow.", ("lantern",))
+    assert ev.took_up("It is quiet.", ("wolf",)) is False and ev.took_up("Anything.", ()) is None
+
+
+def test_repeated_ngrams_count_what_an_earlier_reply_wrote():
+    shares = ev.repeated_ngrams(["the cold wind blows hard", "the cold wind blows again", "something new entirely"])
+    assert shares[0] == 0 and 0 < shares[1] < 1 and shares[2] == 0
+
+
+def test_memory_quality_scores_kept_items():
+    log = [{"start": 1, "accepted": False, "reason": "x", "required": ["Thora Vance", "Greyford"],
+            "raw": "Someone walked.", "kept": "Wren met Thora Vance at Greyford."}]
+    q = ev.memory_quality(log)
+    assert q.iloc[0].model_kept == 0 and q.iloc[0].stored_kept == 1

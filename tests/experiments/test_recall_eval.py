@@ -1,0 +1,84 @@
+"""The long-run recall evaluation's code, on a scripted narrator: the script
+plants every fact, each probe is located in the prompt, the unguarded bank is
+the guarded one with the model's texts put back."""
+import pytest
+from narrators import TaskNarrator
+
+from experiments import recall_eval as ev
+
+
+def test_the_script_plants_every_fact_once_between_its_bounds():
+    spec = ev.CAMPAIGNS[0]
+    rows = ev.script(spec, 200)
+    planted = {fact.key: turn for turn, (_, _, fact) in enumerate(rows) if fact is not None}
+    assert set(planted) == {f.key for f in spec.facts}
+    assert min(planted.values()) == 4 and max(planted.values()) == 73
+    for fact in spec.facts:
+        assert fact.needle.lower() not in fact.probe.lower()  # a probe never says its fact
+    story = " ".join(narration for _, narration, fact in rows if fact is None or fact.kind != "story")
+    for fact in spec.facts:
+        assert fact.needle.lower() not in story.lower()  # only the planting turn states it
+    assert ev.script(spec, 200) == rows  # seeded
+
+
+def test_at_least_forty_facts_of_every_kind_in_three_campaigns():
+    facts = [f for spec in ev.CAMPAIGNS for f in spec.facts]
+    assert len(ev.CAMPAIGNS) >= 3 and len(facts) >= 40
+    assert {f.kind for f in facts} == set(ev.KINDS)
+    halves = [ev.half_of(i) for spec in ev.CAMPAIGNS for i, _ in enumerate(spec.facts)]
+    assert halves.count("tune") == halves.count("held_out")
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("recall")
+    frame, builds = ev.evaluate(workdir, turns=60, campaigns=ev.CAMPAIGNS[:1], narrator=TaskNarrator(),
+                                windows=(2048,), progress=False)
+    yield frame, builds, workdir
+    for b in builds:
+        b.wb.close()
+
+
+def test_every_fact_is_probed_in_every_condition_and_located(evaluated):
+    frame, builds, _ = evaluated
+    assert len(frame) == 14 * 2 * 2  # facts x banks x recalls
+    assert set(frame["where"]) <= set(ev.LOCATIONS)
+    rows = frame[frame.guard & (frame.recall == "parts")].set_index("fact")
+    assert rows.loc["state-boat", "state"] and rows.loc["state-boat", "where"] == "state"
+    # the first facts left a 2,048-token window long before the probe
+    assert not rows.loc["smith", "history"]
+    summary = ev.summarise(frame)
+    assert set(summary["half"]) == {"tune", "held_out"} and summary["facts"].sum() == len(frame)
+
+
+def test_the_unguarded_bank_holds_the_models_own_memories(evaluated):
+    frame, builds, _ = evaluated
+    guarded, raw = (next(b for b in builds if b.guard is g) for g in (True, False))
+    model = {e["raw"] for e in guarded.memory_log}
+    texts = set(raw.camp.memories.frame()["text"])
+    assert model <= texts and all(t.startswith("MEM[") for t in model)
+    named = [e for e in guarded.memory_log if e["required"] and not any(i in e["raw"] for i in e["required"])]
+    assert named and not any(e["accepted"] for e in named)  # an echo that kept no name was refused
+    kept = set(guarded.camp.memories.frame()["text"])
+    assert not any(e["raw"] in kept for e in named)
+
+
+def test_a_built_bank_is_reopened_rather_than_written_again(evaluated):
+    _, builds, workdir = evaluated
+    spec = ev.CAMPAIGNS[0]
+    again = ev.reopen(ev.bank_path(workdir, spec, True, 60), spec, narrator=TaskNarrator())
+    assert again is not None and again.planted == next(b for b in builds if b.guard).planted
+    again.wb.close()
+
+
+def test_the_tuning_grid_asks_only_the_tuning_half(evaluated):
+    _, builds, _ = evaluated
+    grid = ev.tune(builds, story=(1.0,), lexical=(0.0, 0.5), window=2048)
+    assert len(grid) == 2 and (grid["probes"] == 7).all()
+
+
+def test_a_needle_in_the_input_alone_is_not_counted():
+    report = {"sections": [{"name": "input", "text": "Thora Vance"}, {"name": "history", "text": "nothing"}]}
+    assert ev.locate(report, "Thora Vance", "")["where"] == "nowhere"
+    report["sections"].append({"name": "memories", "text": "Wren met Thora Vance."})
+    assert ev.locate(report, "thora vance", "")["where"] == "memory"
