@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import signal
 import socket
@@ -224,9 +225,14 @@ def _play_in_the_page(page, base: str, token: str, work: Path) -> None:
     _screenshots(page, app)
 
 
+def section_header(app, title: str):
+    """A panel's section header (ipywidgets' Accordion), not a control with the same words."""
+    return app.locator(".jupyter-widget-Collapse-header", has_text=re.compile(rf"^\s*{re.escape(title)}\s*$")).first
+
+
 def _open(app, title: str):
     """Open one Accordion section; returns that panel."""
-    app.get_by_text(title, exact=True).first.click()  # the section header comes before its content
+    section_header(app, title).click()
     panel = app.locator(f".sw-panel-{title.lower()}")
     panel.wait_for(timeout=30 * SECOND)
     return panel
@@ -293,7 +299,7 @@ def _knowledge_panel(app, work: Path) -> None:
     page.set_viewport_size({"width": 900, "height": 1100})  # the widest panel, at the narrowest window
     page.wait_for_timeout(700)
     assert _overflowing(page) == [], "with the Knowledge panel open at 900 px"
-    app.get_by_text("Knowledge", exact=True).first.click()  # closed again for the screenshots
+    section_header(app, "Knowledge").click()  # closed again for the screenshots
 
 
 def _screenshots(page, app) -> None:

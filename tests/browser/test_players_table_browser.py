@@ -24,6 +24,7 @@ from test_campaign_app_browser import (  # noqa: F401 - lab is a fixture
     _what_the_page_showed,
     lab,
     open_app,
+    section_header,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -219,14 +220,14 @@ def _written(app) -> None:
 
 
 def _open(app, title: str):
-    app.get_by_text(title, exact=True).first.click()  # the section header comes before its content
+    section_header(app, title).click()
     panel = app.locator(f".sw-panel-{title.lower()}")
     panel.wait_for(timeout=30 * SECOND)
     return panel
 
 
 def _close(app, title: str) -> None:
-    app.get_by_text(title, exact=True).first.click()
+    section_header(app, title).click()
     app.locator(f".sw-panel-{title.lower()}").wait_for(state="hidden", timeout=30 * SECOND)
 
 
