@@ -32,7 +32,9 @@ def play_moves(camp, moves=MOVES):
 @pytest.fixture
 def original(tmp_path):
     wb = Workbench.open(tmp_path / "original.db", background=False)
-    wb.configure(narrator=CountingNarrator(), embedder="none", trim_fraction=4)
+    # CountingNarrator reports 10 prompt tokens: within a 16,384 budget's safety reserve of the
+    # estimate ("fits"), not within the 4,096 one the default now follows (n_ctx).
+    wb.configure(narrator=CountingNarrator(), embedder="none", trim_fraction=4, context_budget=16384)
     camp = wb.new_campaign("Cove", premise="A smugglers' cove.", protagonist="Ila", opening="The tide is out.")
     play_moves(camp)
     yield camp
