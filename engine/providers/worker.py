@@ -11,14 +11,16 @@ next request starts a new child.
 The child is this file run as a script by path (`python worker.py FD SPEC`),
 not a `multiprocessing` spawn: spawn re-imports the parent's `__main__`, which
 re-runs a user's unguarded script and cannot work from stdin. It imports only
-the standard library and llama_cpp, so it starts in ~0.3 s.
+the standard library, llama_cpp and numpy, so it starts in ~0.3 s.
 
 The protocol is pickled tuples over a socket pair (`multiprocessing`'s
 `Connection` framing). Requests:
 ("generate", spec), ("embed", texts), ("smoke",), ("stop",) while a generation
 runs. A generate spec may carry "cache_reuse" (the shortest cached chunk worth
-moving; 0 matches prefixes only) and "slot" ("story" or a derived task's). Replies: ("status", text), ("text", piece), ("reasoning", piece),
-("usage", dict), ("done",), ("vectors", list), ("error", kind, message).
+moving; 0 matches prefixes only) and "slot" ("story" or a derived task's).
+Replies: ("status", text), ("text", piece), ("reasoning", piece), ("usage",
+dict: a server's prompt/cached/processed counts, plus moved_tokens and
+slot_ms), ("done",), ("vectors", list), ("error", kind, message).
 Sending a message per token costs ~20 µs against ~14 ms per token of SmolLM2
 on 2 cores, so streaming through the pipe is free in practice.
 """
