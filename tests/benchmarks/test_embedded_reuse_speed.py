@@ -15,9 +15,11 @@ from experiments.replay import Factory, play, record
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.realmodel]
 
-# A 4,096 budget fills after ~20 copied turns; a step (a quarter of the
-# window) then comes about every five narrated turns, so 12 see two or three.
-KEEP, NARRATED = 24, 12
+# The 4,096 window holds ~2,300 prompt tokens of this campaign after 22
+# copied turns (its prompt still growing, no step yet); 28 fill it. A step (a
+# quarter of the window) then comes every five or so narrated turns of up to
+# 200 tokens, so 12 narrated turns see two or more.
+KEEP, NARRATED = 28, 12
 # The recording was made with memory and summaries off; the replay gets the defaults back.
 DEFAULTS = {name: getattr(Settings(), name) for name in ("memory_enabled", "auto_summarize", "trim_fraction",
                                                           "max_output_tokens", "temperature")}
