@@ -15,11 +15,11 @@ from experiments.replay import Factory, play, record
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.realmodel]
 
-# The 4,096 window holds ~2,300 prompt tokens of this campaign after 22
-# copied turns (its prompt still growing, no step yet); 28 fill it. A step (a
-# quarter of the window) then comes every five or so narrated turns of up to
-# 200 tokens, so 12 narrated turns see two or more.
-KEEP, NARRATED = 28, 12
+# This campaign's prompt grows ~100 tokens a turn (2,276 after 22 copied
+# turns, no step yet); the 4,096 window's ~3,500 for the prompt are full
+# after ~34. A step (a quarter of the window) then comes every five or so
+# narrated turns of up to 200 tokens, so 12 narrated turns see two or more.
+KEEP, NARRATED = 34, 12
 # The recording was made with memory and summaries off; the replay gets the defaults back.
 DEFAULTS = {name: getattr(Settings(), name) for name in ("memory_enabled", "auto_summarize", "trim_fraction",
                                                           "max_output_tokens", "temperature")}
