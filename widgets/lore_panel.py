@@ -82,6 +82,7 @@ class LorePanel(w.VBox):
         self.note_message = Message()
         self._frame = None
         self._fired: dict[int, str] = {}
+        self._loaded_note = ""
         self._lock = threading.Lock()
         self._quiet = False
         super().__init__([
@@ -141,7 +142,7 @@ class LorePanel(w.VBox):
         if attempt(lambda: self.camp.set_authors_note(self.note.value), self.note_message,
                    "Author's note saved: it applies from the next turn." if self.note.value.strip() else
                    "Author's note removed."):
-            self.note.value = self.camp.authors_note
+            self.note.value = self._loaded_note = self.camp.authors_note
 
     def _count_note(self) -> None:
         text = self.note.value.strip()
@@ -158,8 +159,9 @@ class LorePanel(w.VBox):
             except Exception as exc:  # noqa: BLE001 - shown in place
                 self.listing.value = html.tag("p", describe_error(exc), style="color:#b00020")
                 return
-            if not self.note.value.strip() or select is None:
+            if self.note.value == self._loaded_note:  # a note being typed is left alone
                 self.note.value = note
+            self._loaded_note = note
             current = self.choice.value if select is None else select
             options = [("(a new card)", NEW)] + [(f"{r.title or '(untitled)'} · {r.id}", int(r.id))
                                                  for r in self._frame.itertuples()]

@@ -179,6 +179,9 @@ def _at_the_table(page, base, token, width) -> None:
     app.locator(".sw-savepoints input[type=text]").fill("before the stair")
     app.get_by_role("button", name="Save point").click()
     app.locator(".sw-status").get_by_text("Save point “before the stair” made").wait_for(timeout=30 * SECOND)
+    page.wait_for_function("() => { const s = document.querySelector('.story-workbench-app .sw-savepoints select');"
+                           " return s && s.selectedIndex >= 0 && s.options[s.selectedIndex].text.includes('stair'); }",
+                           timeout=30 * SECOND)
     assert page.evaluate(_LABEL_FITS), "the save point's label is cut in its list"
 
     # Settings never trap: a public endpoint is refused; back to Embedded, Apply works.

@@ -303,3 +303,10 @@ def test_show_with_the_id_box_empty_shows_the_turn_picked_in_the_list(app, camp)
     inspector.summary.value = ""
     inspector.go.click()
     assert "not a turn id" not in inspector.summary.value and f"id {first.id}" in inspector.summary.value
+
+
+def test_a_note_being_typed_survives_a_turn(app, camp):
+    lore = panel(app, "Lore")
+    lore.note.value = "Half a thought"
+    app.send("go in")  # every panel refreshes after a turn
+    assert lore.note.value == "Half a thought" and camp.authors_note == ""
