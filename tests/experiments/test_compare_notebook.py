@@ -19,6 +19,7 @@ def test_compare_notebook_answers_the_block_trim_question(tmp_path):
                             "axes": {"trim_fraction": [0, 4], "context_budget": [1536]},
                             # The instant narrator keeps one cache: derived requests would evict it.
                             "settings": {"max_output_tokens": 64, "memory_enabled": False, "auto_summarize": False},
+                            "workers": 0,
                             "ablate_sections": ["protocol"], "ablate_samples": 1,
                             "workdir": str(tmp_path / "work"), "sidecar": str(sidecar)})
     m = read_metrics(out)
