@@ -1,7 +1,11 @@
 """`CampaignApp(camp)`: a playable campaign in one notebook cell.
 
-The app is glue: the story view, the controls, save points and the panels
-are separate views, and every click becomes one `Campaign` call. Turns run
+The app is glue: the story view, the context meter, the controls, save
+points and the panels are separate views, and every click becomes one
+`Campaign` call. Keys and clicks ipywidgets cannot hear (Enter, Escape, a
+passage's Edit mark) arrive through widgets/keys.py; editing in place is in
+widgets/editing.py; `transcript()` and `records_view()` are views for the
+cells below the app that it keeps current. Turns run
 through a `Runner` (a background thread by default) so the kernel stays free
 for the Stop button; head moves (undo, redo, takes, edits, restores) are
 quick database writes and run inline. Anything that fails is shown in words
@@ -23,6 +27,7 @@ from engine import Campaign, TurnCancelled, TurnFailed, display, html
 
 from .common import table_html
 from .controls import Availability, Controls
+from .editing import PassageEditing
 from .keys import KeyBridge
 from .live import PLAY_RECORD_COLUMNS, LiveView
 from .meter import ContextMeter
@@ -35,7 +40,7 @@ from .story_view import Cut, StoryView
 __all__ = ["CampaignApp"]
 
 
-class CampaignApp:
+class CampaignApp(PassageEditing):
     """Play `camp` from a notebook: `CampaignApp(camp)` as the last line of a cell.
 
     `threaded=False` runs each turn before the click returns (tests, scripts).
@@ -289,70 +294,6 @@ class CampaignApp:
     def _step_take(self, step: int) -> None:
         self.select_take(self._availability.take + step)
 
-    # ------------------------------------------------------------ editing in place
-    def toggle_edit(self) -> None:
-        """The Edit button: open the editor on the newest narration, or close it."""
-        if self._editing is not None:
-            self.cancel_edit()
-            return
-        head = self._history[-1] if self._history else None
-        if head is None or head.kind != "narrator":
-            self._say("Nothing to edit: the newest passage is not a narration.", error=True)
-            return
-        self.edit_passage(head.id)
-
-    def edit_passage(self, node_id: int) -> None:
-        """Open a larger editor where passage `node_id` stands (its ✎ Edit mark)."""
-        if self.runner.busy:
-            self._say("A turn is being narrated: wait for it, or press Stop.", error=True)
-            return
-        entry = next((e for e in self._history if e.id == node_id), None)
-        if entry is None or entry.kind not in _EDITED:
-            self._say("That passage cannot be edited (the opening is part of the campaign's setup).", error=True)
-            return
-        text = entry.text + (self._cut.tail if self._cut is not None and self._cut.node_id == node_id else "")
-        if not self.story.edit_in_place(node_id, text):
-            self._say("That passage is not shown here: undo to it, or edit it from code (camp.edit).", error=True)
-            return
-        self._editing = node_id
-        self._say(_EDITED[entry.kind])
-        self._update_controls()
-
-    def cancel_edit(self) -> None:
-        if self._editing is None:
-            return
-        self._editing = None
-        self.story.close_editor()
-        self._say("Edit cancelled: the passage is as it was.")
-        self._update_controls()
-
-    def save_edit(self, text: str | None = None) -> None:
-        """Save the open editor: a narration becomes a new take at once; your
-        own line becomes a new take that the narrator answers afresh (a turn)."""
-        node_id = self._editing
-        if node_id is None:
-            return
-        text = self.story.editor.text.value if text is None else text
-        entry = next((e for e in self._history if e.id == node_id), None)
-        if entry is not None and entry.kind in ("player", "direction"):
-            if not text.strip():
-                self._say("The edited line is empty: write it, or Cancel.", error=True)
-                return
-            self._editing = None
-            self.story.close_editor()
-            before = [e for e in self._history if e.depth < entry.depth]
-            self.story.show(before)
-            self._turn(lambda **cb: self.camp.edit_line(node_id, text, **cb), line=text, kind=entry.kind,
-                       needs_text=False)
-            return
-
-        def save() -> None:
-            self.camp.edit(node_id, text)
-            self._editing = None
-            self.story.close_editor()
-
-        self._move(save, "Edit saved as a new take; the original is kept (‹ › switches back).")
-
     def _move(self, action: Callable[[], Any], done: str = "") -> bool:
         if self.runner.busy:
             self._say("A turn is being narrated: wait for it, or press Stop.", error=True)
@@ -455,13 +396,6 @@ class CampaignApp:
 
     def __repr__(self) -> str:
         return f"<CampaignApp for {self.camp!r}>"
-
-
-_EDITED = {"narrator": "Correct the narration, then Save (Ctrl+Enter). It becomes a new take; the original is kept.",
-           "player": "Correct your line, then Save (Ctrl+Enter): the narrator answers it afresh, and the original "
-                     "line is kept as another take.",
-           "direction": "Correct the direction, then Save (Ctrl+Enter): the narrator follows it afresh, and the "
-                        "original is kept as another take."}
 
 
 def _written(turn) -> str:

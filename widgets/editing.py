@@ -1,0 +1,87 @@
+"""Editing a passage where it stands, for the campaign app.
+
+Every passage but the opening carries an Edit mark (widgets/keys.py hears
+its click); the Edit button opens the newest narration. The story view
+opens a larger editor between the passages before and after it, with Save
+and Cancel. A corrected narration becomes a new take of it at once
+(`camp.edit`); a corrected line of the player's, or a direction, becomes a
+new take of that line which the narrator answers afresh (`camp.edit_line`,
+a turn). Kept apart from app.py, which mixes it in, so each reads in one go.
+"""
+from __future__ import annotations
+
+__all__ = ["PassageEditing"]
+
+_EDITED = {"narrator": "Correct the narration, then Save (Ctrl+Enter). It becomes a new take; the original is kept.",
+           "player": "Correct your line, then Save (Ctrl+Enter): the narrator answers it afresh, and the original "
+                     "line is kept as another take.",
+           "direction": "Correct the direction, then Save (Ctrl+Enter): the narrator follows it afresh, and the "
+                        "original is kept as another take."}
+
+
+class PassageEditing:
+    """Mixed into `CampaignApp`: uses its camp, story view, runner, history,
+    cut reply, `_turn`, `_move`, `_say` and `_update_controls`."""
+
+    def toggle_edit(self) -> None:
+        """The Edit button: open the editor on the newest narration, or close it."""
+        if self._editing is not None:
+            self.cancel_edit()
+            return
+        head = self._history[-1] if self._history else None
+        if head is None or head.kind != "narrator":
+            self._say("Nothing to edit: the newest passage is not a narration.", error=True)
+            return
+        self.edit_passage(head.id)
+
+    def edit_passage(self, node_id: int) -> None:
+        """Open a larger editor where passage `node_id` stands (its ✎ Edit mark)."""
+        if self.runner.busy:
+            self._say("A turn is being narrated: wait for it, or press Stop.", error=True)
+            return
+        entry = next((e for e in self._history if e.id == node_id), None)
+        if entry is None or entry.kind not in _EDITED:
+            self._say("That passage cannot be edited (the opening is part of the campaign's setup).", error=True)
+            return
+        text = entry.text + (self._cut.tail if self._cut is not None and self._cut.node_id == node_id else "")
+        if not self.story.edit_in_place(node_id, text):
+            self._say("That passage is not shown here: undo to it, or edit it from code (camp.edit).", error=True)
+            return
+        self._editing = node_id
+        self._say(_EDITED[entry.kind])
+        self._update_controls()
+
+    def cancel_edit(self) -> None:
+        if self._editing is None:
+            return
+        self._editing = None
+        self.story.close_editor()
+        self._say("Edit cancelled: the passage is as it was.")
+        self._update_controls()
+
+    def save_edit(self, text: str | None = None) -> None:
+        """Save the open editor: a narration becomes a new take at once; your
+        own line becomes a new take that the narrator answers afresh (a turn)."""
+        node_id = self._editing
+        if node_id is None:
+            return
+        text = self.story.editor.text.value if text is None else text
+        entry = next((e for e in self._history if e.id == node_id), None)
+        if entry is not None and entry.kind in ("player", "direction"):
+            if not text.strip():
+                self._say("The edited line is empty: write it, or Cancel.", error=True)
+                return
+            self._editing = None
+            self.story.close_editor()
+            before = [e for e in self._history if e.depth < entry.depth]
+            self.story.show(before)
+            self._turn(lambda **cb: self.camp.edit_line(node_id, text, **cb), line=text, kind=entry.kind,
+                       needs_text=False)
+            return
+
+        def save() -> None:
+            self.camp.edit(node_id, text)
+            self._editing = None
+            self.story.close_editor()
+
+        self._move(save, "Edit saved as a new take; the original is kept (‹ › switches back).")
