@@ -41,8 +41,10 @@ KINDS = ("auto", "embedded", "endpoint", "rerank", "off")
 # lexical path's after its rarity re-sort, the semantic path's by cosine),
 # so at most twice this many per turn. Chosen on the tuning half of the
 # retrieval evaluation (notebooks/retrieval_eval.ipynb, "Second-stage
-# constants").
-STAGE_CANDIDATES = 20
+# constants"; evidence/retrieval_eval.json): at the calibrated floor, 5 per
+# path found 33 of 54 tuning scenes at 4,096 and 10 per path 32, with no
+# everyday scene admitting either way (more candidates, more near misses).
+STAGE_CANDIDATES = 5
 # The query parts (paragraphs, newest first; see query.query_parts) the
 # second model reads. A one-line scene is one part; in play the reader's line
 # and the state come first. Each part is one more query to embed (mpnet: tens
