@@ -32,6 +32,7 @@ import importlib
 import itertools
 import json
 import random
+import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -49,7 +50,7 @@ from engine.story import StoryTree
 from engine.turns.write import write_state
 
 __all__ = ["CAMPAIGNS", "KINDS", "LOCATIONS", "WINDOWS", "CachingNarrator", "Fact", "Spec", "build", "evaluate",
-           "half_of", "locate", "probe", "reopen", "raw_copy", "bank_path", "script", "summarise", "tune", "plot_locations", "guard_table"]
+           "half_of", "locate", "probe", "reopen", "reguard", "raw_copy", "bank_path", "script", "summarise", "tune", "plot_locations", "guard_table"]
 
 # The module, not the function the package exports under the same name.
 recall_module = importlib.import_module("engine.memory.recall")
@@ -303,6 +304,7 @@ class Built:
     summary_log: list = field(default_factory=list)
     planted: dict = field(default_factory=dict)  # fact key -> turn
     played: int = 0  # turns played (a bank reopened from a run stopped early has fewer than asked)
+    reguarded: dict = field(default_factory=dict)  # texts the current guard decided otherwise (`reguard`)
 
 
 def _append_turn(wb, campaign_id: int, player: str, narration: str, events: list[dict]) -> None:
@@ -445,8 +447,8 @@ def probe(built: Built, windows: Sequence[int] = WINDOWS, recall: str = "parts",
         built.wb.configure(context_budget=window, n_ctx=max(window, 4096))
         with method(recall):
             for index, fact in enumerate(spec.facts):
-                if keys is not None and fact.key not in keys:
-                    continue
+                if (keys is not None and fact.key not in keys) or fact.key not in built.planted:
+                    continue  # not asked, or not planted yet (a run stopped early)
                 report = camp.context(fact.probe)
                 rows.append({"campaign": spec.title, "fact": fact.key, "kind": fact.kind, "half": half_of(index),
                              "window": window, "guard": built.guard, "recall": recall,
@@ -464,8 +466,6 @@ def raw_copy(built: Built, path: str | Path, *, narrator, embedder: str = "local
     machine): each memory's text is the model's reply to the very same request;
     each summary's is the model's reply to the guarded run's request, whose
     inputs were the guarded memories (the one approximation)."""
-    import sqlite3
-
     path = Path(path)
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
@@ -495,6 +495,56 @@ def raw_copy(built: Built, path: str | Path, *, narrator, embedder: str = "local
     return Built(wb, camp, built.spec, False, log, built.summary_log, built.planted, built.played)
 
 
+def reguard(built: Built) -> dict:
+    """The engine's guard as it now stands, applied to a bank written under an
+    earlier version of it: each memory and summary decided again from the
+    model's own reply (kept in the log) and what it summarised (read from the
+    file), so a bank that took an hour of model time need not be written again
+    when the guard changes. Returns how many texts changed."""
+    from engine.budget import tokens
+    from engine.memory import bank as memory_bank
+    from engine.memory import summary as memory_summary
+    from engine.memory.prompts import EXCERPT_TOKENS
+
+    con = sqlite3.connect(str(built.wb.db.path))
+    kinds = memory_bank.STORY_KINDS
+    nodes = con.execute(f"SELECT branch_id, depth, text FROM nodes WHERE campaign_id = ? AND kind IN "
+                        f"({', '.join('?' * len(kinds))}) ORDER BY depth", (built.camp.id, *kinds)).fetchall()
+    name = built.spec.protagonist
+    changed = {"memories": 0, "summaries": 0}
+    for entry in built.memory_log:
+        block = [n for n in nodes if entry["start"] <= n[1] <= entry["end"]]
+        corpus = tuple(n[2] for n in nodes if n[1] <= entry["end"] + memory_bank.SETTLE_SLACK)
+        log: list = []
+        kept = memory_bank.guarded(entry["raw"], memory_bank.Block(block, "", name,
+                                                                   corpus[-memory_bank.RARITY_NODES:]), log=log)
+        if kept != entry["kept"]:
+            con.execute("UPDATE memories SET text = ?, vector = NULL, vector_model = '' WHERE campaign_id = ? AND "
+                        "source_start = ? AND source_end = ?", (kept, built.camp.id, entry["start"], entry["end"]))
+            changed["memories"] += 1
+        entry.update(log[0])
+    rows = con.execute("SELECT id, depth, source_start FROM summaries WHERE campaign_id = ? AND trigger = 'interval' "
+                       "ORDER BY id", (built.camp.id,)).fetchall()
+    base, anchor = "", -1
+    for (summary_id, depth, _), entry in zip(rows, built.summary_log, strict=False):
+        memories = [r[0] for r in con.execute("SELECT text FROM memories WHERE campaign_id = ? AND depth > ? AND "
+                                              "depth <= ? ORDER BY depth", (built.camp.id, anchor, depth))]
+        uncovered = [n[2] for n in nodes if anchor < n[1] <= depth]
+        sources = memories or [tokens.last("\n\n".join(uncovered), EXCERPT_TOKENS)]
+        log = []
+        kept = memory_summary.guarded(entry["raw"], base, sources, name, log=log)
+        if kept != entry["kept"]:
+            con.execute("UPDATE summaries SET text = ? WHERE id = ?", (kept, summary_id))
+            changed["summaries"] += 1
+        entry.update(log[0])
+        base, anchor = kept, depth
+    con.commit()
+    con.close()
+    while embed_pending(built.wb.db, built.camp.id, built.wb.embedder):
+        pass
+    return changed
+
+
 def bank_path(workdir: str | Path, spec: Spec, guard: bool, turns: int) -> Path:
     return Path(workdir) / f"{spec.title.lower().replace(' ', '_')}_{'guarded' if guard else 'raw'}_{turns}.db"
 
@@ -513,6 +563,8 @@ def evaluate(workdir: str | Path, *, turns: int = 200, campaigns: Sequence[Spec]
     for spec, guard in itertools.product(campaigns, sorted(guards, reverse=True)):
         path = bank_path(workdir, spec, guard, turns)
         built = reopen(path, spec, narrator=narrator, embedder=embedder) if reuse else None
+        if built is not None and built.guard:
+            built.reguarded = reguard(built)
         guarded = next((b for b in builds if b.spec is spec and b.guard), None)
         if built is None and not guard and raw_from_log and guarded is not None:
             built = raw_copy(guarded, path.with_name(path.stem + "_from_log.db"), narrator=narrator,

@@ -126,7 +126,7 @@ def guarded(raw: str, block: Block, *, guard: bool = True, log: list | None = No
     """The memory that is kept for `block`: the model's, when the guard lets it
     stand, else the block's own most informative sentences (`guard.extractive`)."""
     texts = [t for _, _, t in block.nodes]
-    verdict = check(raw, texts)
+    verdict = check(raw, texts, block.protagonist)
     text = raw if verdict.ok or not guard else clip_words(
         extractive(texts, MEMORY_MAX_WORDS, block.protagonist, block.corpus), MEMORY_MAX_WORDS)
     if log is not None:

@@ -17,19 +17,17 @@ about rivers and bread (issue 30). The knowledge path learned the same
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 from sqlalchemy import select
 
 from ..budget import tokens
-from ..knowledge.stopwords import STOP_WORDS
 from ..store.memory_tables import MemoryRow
 from ..story.lineage import Path
 from .bank import on_path, recent_story
+from .guard import terms
 from .vectors import CACHE, cache_key, cosines
 
 __all__ = ["Recall", "recall", "query_text", "query_parts", "terms", "REDUNDANT_SIMILARITY", "RECALL_NODES",
@@ -80,23 +78,6 @@ def query_parts(pending: str, story: list[str]) -> list[tuple[str, float]]:
     for text in reversed([t for t in story if t and t.strip()][-RECALL_NODES:]):
         parts.append((tokens.last(text.strip(), RECALL_TOKENS), STORY_WEIGHT))
     return parts
-
-
-_WORD = re.compile(r"[a-z][a-z'’-]+|\d+")
-
-
-def _stem(word: str) -> str:
-    word = word.strip("'’-").removesuffix("'s").removesuffix("’s")
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
-
-
-@lru_cache(maxsize=8192)
-def terms(text: str) -> frozenset[str]:
-    """The meaningful words of `text`, lower-cased and lightly stemmed."""
-    return frozenset(_stem(w) for w in _WORD.findall((text or "").lower()) if w not in STOP_WORDS and len(w) > 2)
 
 
 def _lexical(words: frozenset[str], texts: dict[int, str]) -> dict[int, float]:

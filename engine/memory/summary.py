@@ -61,7 +61,7 @@ def guarded(raw: str, current_text: str, events: list[str], protagonist: str, *,
     current summary and the new events, so a weak model's summary about
     "an old dog barking" cannot replace what the story established."""
     sources = [t for t in (current_text, *events) if t]
-    verdict = check(raw, sources)
+    verdict = check(raw, sources, protagonist)
     text = raw if verdict.ok or not guard else clip_words(extractive(sources, SUMMARY_MAX_WORDS, protagonist),
                                                           SUMMARY_MAX_WORDS)
     if log is not None:

@@ -82,3 +82,11 @@ def test_a_needle_in_the_input_alone_is_not_counted():
     assert ev.locate(report, "Thora Vance", "")["where"] == "nowhere"
     report["sections"].append({"name": "memories", "text": "Wren met Thora Vance."})
     assert ev.locate(report, "thora vance", "")["where"] == "memory"
+
+
+def test_reguard_decides_each_text_again_from_the_models_reply(evaluated):
+    _, builds, _ = evaluated
+    guarded = next(b for b in builds if b.guard)
+    before = list(guarded.camp.memories.frame()["text"])
+    assert ev.reguard(guarded) == {"memories": 0, "summaries": 0}  # the same guard: nothing changes
+    assert list(guarded.camp.memories.frame()["text"]) == before

@@ -24,18 +24,23 @@ def test_salient_items_are_names_numbers_and_quotes_not_sentence_starters():
 
 def test_the_weak_models_memories_are_rejected_with_a_reason():
     assert not check("I am the protagonist, I travel on (7).", BLOCK).ok
+    assert not check("The story is about Thora Vance of Greyford near Millbridge.", BLOCK).ok
+    assert "you" in check("You met Thora Vance of Greyford near Millbridge.", BLOCK).reason
     assert "prompt" in check("The story excerpt is a continuation of the cast list, and it goes on.", BLOCK).reason
     dropped = check("Wren walked a long way in the rain and rested by a hedge.", BLOCK)
     assert not dropped.ok and "kept 0" in dropped.reason
 
 
 def test_a_memory_that_keeps_the_names_stands():
-    verdict = check("Wren met Thora Vance, the smith of Greyford, who mended a buckle near Millbridge.", BLOCK)
+    verdict = check("Wren met Thora Vance, the smith of Greyford, who mends buckles near Millbridge.", BLOCK, "Wren")
     assert verdict.ok, verdict.reason
+    invented = check("The pedlar Thora Vance sold Wren a magic sword at Greyford near Millbridge.", BLOCK, "Wren")
+    assert not invented.ok and "words are in the story" in invented.reason
 
 
 def test_quoted_speech_in_first_person_is_not_narration_as_i():
-    assert check('Thora Vance of Greyford told Wren "I mend buckles for two coppers" near Millbridge.', BLOCK).ok
+    assert check('Thora Vance of Greyford told Wren "I mend buckles for two coppers" near Millbridge.', BLOCK,
+                 "Wren").ok
 
 
 def test_extractive_memory_keeps_the_planted_fact_over_filler():
@@ -67,7 +72,7 @@ class StoryAndMemories(TaskNarrator):
 
 
 def test_the_bank_replaces_a_rejected_memory_and_keeps_a_good_one(db_path):
-    good = "Wren met Thora Vance, the smith of Greyford, and rested at Millbridge."
+    good = "Wren met Thora Vance, the smith of Greyford, who mends buckles for two coppers."
     wb = Workbench.open(db_path, background=False)
     wb.configure(narrator=StoryAndMemories(iter(["I am the protagonist, I travel on.", good])), embedder="none",
                  auto_summarize=False)
