@@ -514,7 +514,7 @@ def reguard(built: Built) -> dict:
     changed = {"memories": 0, "summaries": 0}
     for entry in built.memory_log:
         block = [n for n in nodes if entry["start"] <= n[1] <= entry["end"]]
-        corpus = tuple(n[2] for n in nodes if n[1] <= entry["end"] + memory_bank.SETTLE_SLACK)
+        corpus = tuple(n[2] for n in nodes if n[1] <= entry["end"] + 2)  # the head when it was written: a turn adds two nodes
         log: list = []
         kept = memory_bank.guarded(entry["raw"], memory_bank.Block(block, "", name,
                                                                    corpus[-memory_bank.RARITY_NODES:]), log=log)
