@@ -119,6 +119,10 @@ def play(path: str | Path, *, narrator="local", steps: Sequence[Step] = SCRIPT, 
         except TurnFailed as exc:
             rows.append({"turn": i, "mode": step.mode, "input": step.text, "refused": str(exc)})
             continue
+        except Exception as exc:  # noqa: BLE001 - an engine error on one turn is a row, not the end of the run
+            rows.append({"turn": i, "mode": step.mode, "input": step.text,
+                         "refused": f"{type(exc).__name__}: {str(exc)[:300]}"})
+            continue
         raw = split(_raw(wb, turn.id))
         before = raw.prose.strip()
         after = turn.text
