@@ -22,6 +22,7 @@ from .. import html
 from ..budget import tokens
 from ..store import Database
 from . import fts, reads
+from . import second_stage as stages
 from .admission import Weights, lexical_admits, lexical_evidence, semantic_admits, weigh
 from .budget import ALWAYS_SHARE, KNOWLEDGE_SHARE, Allotment, allot
 from .calibration import floor_for, uncalibrated_note
@@ -31,7 +32,6 @@ from .framing import SEPARATOR, block, static_sections, volatile_sections
 from .query import query_parts
 from .ranking import cut, normalise, normalise_second, rank, suppress
 from .records import Retrieved
-from . import second_stage as stages
 from .second_stage import Rescored, rescore
 from .vectors import Matrix, cache_key, cosines, load_matrix
 
