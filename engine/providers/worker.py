@@ -350,7 +350,8 @@ def _generate(conn, llama, spec: dict, slots: Slots | None = None) -> None:
             stopped = True
             break
     ended = time.perf_counter()
-    prompt_n, kept, moved = llama.last_reuse
+    # Plain ints: the reuse counts can be numpy integers, which no JSON record can hold.
+    prompt_n, kept, moved = (int(n) for n in llama.last_reuse)
     # llama-cpp-python reads the last prompt token again when all of it was kept.
     cached = min(kept, max(prompt_n - 1, 0))
     first = first or ended
