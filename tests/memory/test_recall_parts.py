@@ -28,7 +28,7 @@ def test_terms_drop_function_words_and_stem():
 
 def bank(db_path, embedder):
     wb = Workbench.open(db_path, background=False)
-    wb.configure(narrator=ScriptedNarrator(FILLER), embedder=embedder, memory_enabled=False, auto_summarize=False,
+    wb.configure(narrator=ScriptedNarrator(FILLER), embedder=embedder, auto_summarize=False,
                  memory_top_k=3)
     camp = wb.new_campaign("Millbridge", protagonist="Wren", opening="Rain over Millbridge.")
     camp.act("look around")
