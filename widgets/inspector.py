@@ -15,6 +15,7 @@ import threading
 import ipywidgets as w
 
 from engine import Campaign, html
+from engine.context import Report
 from engine.html import Html
 
 from .runner import describe_error
@@ -89,17 +90,18 @@ def _row(*cells) -> Html:
 def summary_html(turn, number: int | None = None) -> Html:
     """The limits the prompt was built to, in words. `number` is the turn's
     place on the story being read; a take off that line has none."""
-    report = turn.report
-    budget, window, history = report.get("budget", {}), report.get("window", {}), report.get("history", {})
+    report = _typed(turn.report)
+    tokens, history = report.tokens, report.history
+    window = report.get("window") if isinstance(report.get("window"), dict) else {}
     lines = [
-        f"Estimate: {_n(report.get('estimate'))} tokens sent; the server counted "
+        f"Estimate: {_n(tokens.estimate)} tokens sent; the server counted "
         f"{_n(turn.usage.get('prompt_tokens'))} ({turn.accounting.get('status', 'not classified')}).",
-        f"Budget: {_n(budget.get('effective'))} effective of {_n(budget.get('configured'))} configured, "
-        f"less a {_n(budget.get('reserve'))}-token safety reserve and up to {_n(budget.get('max_output'))} for the reply.",
+        f"Budget: {_n(tokens.budget)} effective of {_n(tokens.configured_budget)} configured, "
+        f"less a {_n(tokens.safety_reserve)}-token safety reserve and up to {_n(tokens.output_reserve)} for the reply.",
         f"Window: {_n(window.get('tokens'))} tokens ({window.get('source') or 'unknown source'}; "
         f"{'verified' if window.get('verified') else 'not verified'}"
         f"{'; it caps the budget' if window.get('capped') else ''}).",
-        f"History: the newest {_n(history.get('included'))} of {_n(history.get('total'))} story lines.",
+        f"History: the newest {_n(history.included)} of {_n(history.total)} story lines.",
     ]
     place = f"Turn {number}" if number else "A turn not on the story being read"
     take = f", take {turn.take} of {turn.takes}" if turn.takes > 1 else ""
@@ -112,10 +114,17 @@ def _n(value) -> str:
     return f"{value:,}" if isinstance(value, int) else ("?" if value is None else str(value))
 
 
-def _raw_prompt(report: dict) -> Html:
+def _typed(report) -> Report:
+    """A stored report read through its typed views (a crafted file's may be a bare dict)."""
+    return report if isinstance(report, Report) else Report(report if isinstance(report, dict) else {})
+
+
+def _raw_prompt(report) -> Html:
+    report = _typed(report)
     block = "white-space:pre-wrap;font-size:85%;background:#f6f6f6;padding:.5em;max-height:24em;overflow:auto"
-    return Html("").join(html.tag("b", label) + html.tag("pre", report.get(key, ""), style=block)
-                         for label, key in (("System", "system"), ("Story", "story")))
+    system, story = report.prompt
+    return Html("").join(html.tag("b", label) + html.tag("pre", text, style=block)
+                         for label, text in (("System", system), ("Story", story)))
 
 
 class ContextInspector(w.VBox):
@@ -191,12 +200,12 @@ class ContextInspector(w.VBox):
         if not report:
             self._clear(f"Turn {node_id} has no context report (it was written by an edit).")
             return
-        sections = report.get("sections", [])
+        # the raw section dicts: the table shows any further key a builder adds
+        sections = [s for s in report.get("sections") or [] if isinstance(s, dict)]
         self.summary.value = summary_html(turn, self._numbers.get(node_id))
         self.chart.value = section_chart(sections) if sections else b""
         self.chart.layout.display = "" if sections else "none"
-        estimate = report.get("estimate")
-        self.table.value = sections_table(sections, estimate if isinstance(estimate, int) else None)
+        self.table.value = sections_table(sections, report.tokens.estimate)
         self.raw.value = _raw_prompt(report)
 
     def _clear(self, message: str, error: bool = False) -> None:

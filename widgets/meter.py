@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipywidgets as w
 
 from engine import html
+from engine.context import Report
 from engine.html import Html
 from engine.turns.record import SECTION_COLUMNS
 
@@ -41,13 +42,11 @@ def meter_parts(report, usage: dict | None = None) -> tuple[list[tuple[str, int,
 
     The window is the budget the prompt was built to (the narrator's window
     when that is smaller), so used + free adds up to what the narrator had."""
-    report = report or {}
+    report = report if isinstance(report, Report) else Report(report or {})
     grouped = dict.fromkeys(SECTION_COLUMNS, 0)
     other = 0
-    for section in report.get("sections") or []:
-        if not isinstance(section, dict):
-            continue
-        name, cost = section.get("name", ""), _whole(section.get("tokens"))
+    for section in report.sections:
+        name, cost = section.name, _whole(section.tokens)
         column = next((c for c, names in SECTION_COLUMNS.items() if name in names), None)
         if column is None:
             other += cost
@@ -59,8 +58,7 @@ def meter_parts(report, usage: dict | None = None) -> tuple[list[tuple[str, int,
     reply = _whole((usage or {}).get("completion_tokens"))
     if reply:
         parts.append((_REPLY[0], reply, _REPLY[1]))
-    tokens = report.get("tokens") if isinstance(report.get("tokens"), dict) else {}
-    window = _whole(tokens.get("budget")) or _whole((report.get("window") or {}).get("tokens"))
+    window = _whole(report.tokens.budget) or _whole((report.get("window") or {}).get("tokens"))
     return parts, window
 
 

@@ -99,8 +99,8 @@ class Report(dict):
 
     @property
     def prompt(self) -> PromptText:
-        p = _d(self.get("prompt"))
-        return PromptText(str(p.get("system", "") or ""), str(p.get("story", "") or ""))
+        p = _d(self.get("prompt")) or self  # a v2 record kept the two parts at the top level too
+        return PromptText(*(v if isinstance(v := p.get(k), str) else "" for k in ("system", "story")))
 
     @property
     def narrative(self) -> Narrative:
