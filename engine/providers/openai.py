@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 import httpx
 
 from ..budget import tokens
+from ..budget.ratios import MAX_RATIO, MIN_RATIO, TokenRatios, next_ratio
 from ..errors import NarratorError
 from . import window as windows
-from ..budget.ratios import MAX_RATIO, MIN_RATIO, TokenRatios, next_ratio
 from .base import CONTINUE_HINT, Chunk, Prompt, Reasoning, Status, Text, Usage
 from .endpoints import EndpointRefused
 from .http import PROBE_BODY, ResponseRefused, bounded_timeout, make_client, read_json
