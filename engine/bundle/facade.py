@@ -26,9 +26,9 @@ from urllib.parse import urlsplit
 import pandas as pd
 from sqlalchemy import select
 
-from . import backup as backups_module
-from ..store import CampaignRow, Database
+from ..store import Database
 from ..store.cards_tables import StoryCardRow
+from . import backup as backups_module
 from . import limits
 from .committing import import_new
 from .errors import BundleRefused
