@@ -14,6 +14,7 @@ __all__ = [
     "CardRefused",
     "ContextOverflow",
     "KnowledgeRefused",
+    "ModelMismatch",
     "MediaEndpointRefused",
     "MediaError",
     "MediaProviderError",
@@ -120,3 +121,7 @@ class MediaProviderError(WorkbenchError, RuntimeError):
 class MediaEndpointRefused(MediaError):
     """A media server address that is not on this machine (or that the
     narrator's address policy already refuses); nothing was sent."""
+
+
+class ModelMismatch(NarratorUnavailable):
+    """An unpacked model's weights are not the ones this workbench was measured with."""

@@ -20,7 +20,7 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
-from ..errors import NarratorUnavailable
+from ..errors import ModelMismatch, NarratorUnavailable
 
 __all__ = ["FOLDER", "MODEL_SHA256", "PARTS", "ModelMismatch", "cache_root", "check", "model_dir", "part_files"]
 
@@ -33,10 +33,6 @@ MODEL_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658
 _WEIGHTS = "model.safetensors"
 _STAMP = ".verified"
 _lock = threading.Lock()
-
-
-class ModelMismatch(NarratorUnavailable):
-    """The unpacked weights are not the ones this workbench was measured with."""
 
 
 def cache_root() -> Path:

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from .. import cards, context, knowledge, memory, narrative
+from ..budget.ratios import classify_usage
 from ..errors import NarratorError, NotAllowed, TurnCancelled, TurnFailed
 from ..memory.derived import status as derived_status
 from ..memory.recall import RECALL_NODES
 from ..providers import Narrator, Prompt, Reasoning, Status, Text, Usage
-from ..budget.ratios import classify_usage
 from ..providers.window import Window, effective_budget
 from ..settings import Settings
 from ..store import CampaignRow, Database, NodeRow

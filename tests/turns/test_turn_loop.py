@@ -104,7 +104,8 @@ def test_one_turn_at_a_time(wb, camp):
     finally:
         slow.release.set()
         worker.join(5)
-    assert texts(camp)[-1] == "first second third"
+    # a reply with no complete sentence is kept whole and marked cut (issue 30's reply rules)
+    assert texts(camp)[-1] == "first second third…"
     camp.undo()  # free again
 
 
