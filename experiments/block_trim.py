@@ -70,8 +70,8 @@ def play(fraction: int, *, narrator, db_path: Path, budget: int, max_output: int
         rows.append({"fraction": fraction, "turn": i + 1, "prompt_tokens": m.prompt_tokens,
                      "reused_tokens": m.reused_tokens, "evaluated_tokens": m.prompt_tokens - m.reused_tokens,
                      "prefill_s": m.prefill_s, "turn_s": m.total_s,
-                     "floor_depth": turn.report["history"]["floor_depth"],
-                     "history_included": turn.report["history"]["included"]})
+                     "floor_depth": turn.report.history.floor_depth,
+                     "history_included": turn.report.history.included})
     wb.close()
     return pd.DataFrame(rows)
 

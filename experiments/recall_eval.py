@@ -42,6 +42,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from engine import Workbench
+from engine.context import Report
 from engine.memory.bank import embed_pending, evict, write_due_memories
 from engine.memory.summary import summarise_if_due
 from engine.providers import Text
@@ -394,8 +395,9 @@ def locate(report, needle: str, probe_text: str) -> dict:
     """Which prompt sections hold `needle`; `where` is the first of LOCATIONS."""
     needle = needle.lower()
     found = {place: False for place in LOCATIONS[:-1]}
-    for section in report["sections"]:
-        name, text = section["name"], (section.get("text") or "").lower()
+    report = report if isinstance(report, Report) else Report(report)
+    for section in report.sections:
+        name, text = section.name, section.text.lower()
         if name == "input" or needle not in text:
             continue
         if name in SECTIONS:
