@@ -290,6 +290,15 @@ def hold_rules(prose: str) -> tuple[str, dict]:
     if repaired:
         prose = narrative.second_person(prose)
     kept, tail = narrative.cut_to_sentence(prose)
+    # Cutting can bring an echoed instruction from the middle to the new end,
+    # where the clean-up removes it; when that instruction was all the complete
+    # text (a 135M reply: "[Reminder: ...]\nShe could only see what"), the
+    # story is what followed it, kept as trailing off.
+    cleaned = narrative.split(kept).prose.strip()
+    if cleaned:
+        kept = cleaned
+    elif tail.strip():
+        kept, tail = narrative.split(tail).prose.strip() or tail.strip(), ""
     closed = not narrative.ends_at_sentence(kept)
     if closed:  # not one complete sentence to cut back to: marked as trailing off, and as cut
         kept = kept.rstrip(" ,;:—-") + "…"
