@@ -1,4 +1,7 @@
+
 """The notebook facade: import, inspect, change, reindex, status, display."""
+from pathlib import Path
+
 import pandas as pd
 import pytest
 from conftest import ABBEY, CRYPT_SCENE, TAVERN
@@ -65,7 +68,12 @@ def test_always_include_is_refused_for_non_canon(library):
 
 
 def test_sources_of_other_campaigns_are_not_reachable(library, db):
-    from conftest import new_campaign
+    # by path: a bare `import conftest` takes whichever test folder's conftest was imported last
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("knowledge_conftest", Path(__file__).with_name("conftest.py"))
+    here = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(here)
+    new_campaign = here.new_campaign
 
     src = library.add("abbey.md", ABBEY)
     other = Library(db, new_campaign(db), progress=False)
