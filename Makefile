@@ -14,7 +14,7 @@ NOTEBOOKS := calibrate block_trim token_accounting leak_count release_evidence c
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/build-llama.sh
+$(STAMP): pyproject.toml scripts/build-llama.sh scripts/llama-flags.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	bash scripts/build-llama.sh $(PY)

@@ -12,13 +12,9 @@
 # own named for the version and the flags.
 set -euo pipefail
 PY=${1:?usage: build-llama.sh PYTHON}
-VERSION=0.3.36
-FLAGS="-DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=OFF -DGGML_BACKEND_DL=OFF \
--DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
--DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF \
--DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_OPENMP=OFF -DLLAMA_CURL=OFF"
-# Extra flags for a CPU this default does not suit (appended, so they win).
-FLAGS="$FLAGS ${STORY_WORKBENCH_LLAMA_FLAGS:-}"
+source "$(dirname "$0")/llama-flags.sh"
+VERSION=$LLAMA_VERSION
+FLAGS=$LLAMA_FLAGS
 KEY=$(printf '%s %s' "$VERSION" "$FLAGS" | sha256sum | cut -c1-12)
 HOUSE=${STORY_WORKBENCH_WHEELS:-$HOME/.cache/story-workbench/wheels}/llama-cpp-python-$VERSION-portable-$KEY
 

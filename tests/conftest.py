@@ -49,3 +49,22 @@ def fake_server():
     with FakeServer() as server:
         yield server
     window.cache_clear()
+
+
+@pytest.fixture
+def fresh(tmp_path):
+    """An empty workbench to import into (bundle and interop tests share it)."""
+    from bundle.campaigns import configure
+
+    bench = Workbench.open(tmp_path / "fresh.db", background=False)
+    configure(bench)
+    yield bench
+    bench.close()
+
+
+@pytest.fixture
+def counted(fresh):
+    """(workbench, a function giving the census of its file)."""
+    from bundle.campaigns import census
+
+    return fresh, lambda: census(fresh.db.path)

@@ -5,7 +5,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from campaigns import build_rich, census, configure  # noqa: E402
+from campaigns import build_rich  # noqa: E402
 
 from engine import Workbench  # noqa: E402
 
@@ -19,18 +19,3 @@ def rich(tmp_path_factory):
     report = camp.export(folder / "rich.campaign.json")
     wb.close()
     return folder / "source.db", camp.id, report.path
-
-
-@pytest.fixture
-def fresh(tmp_path):
-    """An empty workbench to import into."""
-    wb = Workbench.open(tmp_path / "fresh.db", background=False)
-    configure(wb)
-    yield wb
-    wb.close()
-
-
-@pytest.fixture
-def counted(fresh):
-    """(workbench, a function giving the census of its file)."""
-    return fresh, lambda: census(fresh.db.path)
