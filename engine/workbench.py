@@ -39,7 +39,7 @@ class Workbench:
         with db.reading() as s:
             self._settings = settings_store.load(s)
         self._derived = derived_runner(db, narrator=lambda: self.narrator, embedder=self.embedder_or_none,
-                                       settings=lambda: self._settings, background=background)
+                                       settings=lambda: self._settings, background=lambda: self.background)
 
     @classmethod
     def open(cls, path: str | Path = "workbench.db", *, background: bool = True) -> Workbench:

@@ -24,14 +24,17 @@ __all__ = ["derived_runner"]
 
 
 def derived_runner(db: Database, *, narrator: Callable[[], Narrator], embedder: Callable[[], Embedder | None],
-                   settings: Callable[[], Settings], background: bool) -> Callable[[int], None]:
+                   settings: Callable[[], Settings], background: Callable[[], bool]) -> Callable[[int], None]:
     """A callable that runs one campaign's derived work: in a thread normally,
-    inline when `background` is False (deterministic experiments)."""
+    inline when `background()` is False (deterministic experiments). Asked at
+    each run, like the others, since a notebook may switch it between turns."""
 
     def run(campaign_id: int) -> None:
+        threaded = background()
+
         def knowledge_step():
             done = catch_up(db, campaign_id, embedder())
-            if background:  # the second stage's vectors, in their own thread (never in a turn's way)
+            if threaded:  # the second stage's vectors, in their own thread (never in a turn's way)
                 start_background(db, campaign_id, settings(), embedder())
             if done.error:
                 raise RuntimeError(done.words)
@@ -43,7 +46,7 @@ def derived_runner(db: Database, *, narrator: Callable[[], Narrator], embedder: 
             run_derived(db, campaign_id, narrator=narrator(), embedder=embedder(), settings=settings(),
                         knowledge_step=knowledge_step if library else None)
 
-        if background:
+        if threaded:
             schedule(db, campaign_id, job)
         else:
             job()
