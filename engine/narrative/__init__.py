@@ -25,7 +25,7 @@ from .model import (
     owner_of,
     withdrawn_facts,
 )
-from .prose import cut_to_sentence, ends_at_sentence, first_person, second_person
+from .prose import cut_to_sentence, ends_at_sentence, first_person, hold_rules, second_person
 from .render import render_state
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "cut_to_sentence",
     "ends_at_sentence",
     "first_person",
+    "hold_rules",
     "second_person",
     "describe_diff",
     "diff",

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["cut_to_sentence", "first_person", "second_person", "ends_at_sentence", "outside_quotes"]
+from .extract import split
+
+__all__ = ["cut_to_sentence", "ends_at_sentence", "first_person", "hold_rules", "outside_quotes", "second_person"]
 
 # A sentence end: . ! ? or … followed by any closing quotes or brackets, then
 # whitespace or the end of the text.
@@ -77,3 +79,28 @@ def second_person(text: str) -> str:
         pieces.append(text[start:end])
         last = end
     return "".join(pieces)
+
+
+def hold_rules(prose: str) -> tuple[str, dict]:
+    """The reply as it is stored, and what was changed to hold the narration's
+    rules: first-person narration outside quotes turned to "you", then the
+    text cut back to its last complete sentence (the cut part is returned as
+    `tail`, kept with the take's record so Continue goes on from a whole
+    sentence and a reader can still see what was cut)."""
+    repaired = first_person(prose)
+    if repaired:
+        prose = second_person(prose)
+    kept, tail = cut_to_sentence(prose)
+    # Cutting can bring an echoed instruction from the middle to the new end,
+    # where the clean-up removes it; when that instruction was all the complete
+    # text (a 135M reply: "[Reminder: ...]\nShe could only see what"), the
+    # story is what followed it, kept as trailing off.
+    cleaned = split(kept).prose.strip()
+    if cleaned:
+        kept = cleaned
+    elif tail.strip():
+        kept, tail = split(tail).prose.strip() or tail.strip(), ""
+    closed = not ends_at_sentence(kept)
+    if closed:  # not one complete sentence to cut back to: marked as trailing off, and as cut
+        kept = kept.rstrip(" ,;:—-") + "…"
+    return kept, {"first_person_repaired": repaired, "tail": tail, "trailed_off": closed}

@@ -29,7 +29,7 @@ from .inputs import direction_line, player_line
 from .record import HistoryRef, Turn, history_ref
 from .write import Take, write_turn
 
-__all__ = ["EMPTY_RETRIES", "PathHistory", "TurnRequest", "brief_of", "dry_run", "hold_rules", "run_turn"]
+__all__ = ["EMPTY_RETRIES", "PathHistory", "TurnRequest", "brief_of", "dry_run", "run_turn"]
 
 MODES = ("act", "direct", "continue", "retry")
 # A reply of protocol text only is asked for again this many times before the
@@ -258,7 +258,7 @@ def run_turn(
     if not prose:
         raise TurnFailed(f"The narrator returned no story text ({asked} tries), so nothing was written. Retry, "
                          "or check the model.")
-    prose, rules = hold_rules(prose)
+    prose, rules = narrative.hold_rules(prose)
     rules["asked"] = asked
     report = plan.built.report
     accounting = classify_usage(
@@ -278,31 +278,6 @@ def run_turn(
     take = Take(prose, raw, plan.state_before, extraction, reasoning, plan.retry_of, plan.input_kind,
                 plan.input_text, record=record, history=plan.history, memory_ids=tuple(plan.memory_ids))
     return _commit(db, campaign_id, plan.head, take)
-
-
-def hold_rules(prose: str) -> tuple[str, dict]:
-    """The reply as it is stored, and what was changed to hold the narration's
-    rules: first-person narration outside quotes turned to "you", then the
-    text cut back to its last complete sentence (the cut part is returned as
-    `tail`, kept with the take's record so Continue goes on from a whole
-    sentence and a reader can still see what was cut)."""
-    repaired = narrative.first_person(prose)
-    if repaired:
-        prose = narrative.second_person(prose)
-    kept, tail = narrative.cut_to_sentence(prose)
-    # Cutting can bring an echoed instruction from the middle to the new end,
-    # where the clean-up removes it; when that instruction was all the complete
-    # text (a 135M reply: "[Reminder: ...]\nShe could only see what"), the
-    # story is what followed it, kept as trailing off.
-    cleaned = narrative.split(kept).prose.strip()
-    if cleaned:
-        kept = cleaned
-    elif tail.strip():
-        kept, tail = narrative.split(tail).prose.strip() or tail.strip(), ""
-    closed = not narrative.ends_at_sentence(kept)
-    if closed:  # not one complete sentence to cut back to: marked as trailing off, and as cut
-        kept = kept.rstrip(" ,;:—-") + "…"
-    return kept, {"first_person_repaired": repaired, "tail": tail, "trailed_off": closed}
 
 
 def _commit(db: Database, campaign_id: int, head: tuple[int | None, int], take: Take) -> Turn:

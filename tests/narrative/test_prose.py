@@ -33,3 +33,16 @@ def test_second_person_repairs_narration_and_leaves_speech_alone():
         "You are cold. Your hands shake and the keeper stares at you."
     assert second_person('I turn. "I know you," she says.') == 'You turn. "I know you," she says.'
     assert not first_person(second_person("This is the end of my story, and I'm glad."))
+
+
+def test_a_cut_that_leaves_an_echoed_instruction_at_the_end_removes_it():
+    """The release evidence's one leak: the cut moved a '[Reminder: ...]' from the middle to the end."""
+    from engine.narrative import count_leaks, hold_rules
+
+    kept, rules = hold_rules("The rope holds. [Reminder: once the story part is finished, append 4 more passages "
+                             "of text with no preamble or any notes.] The ro")
+    assert kept == "The rope holds." and rules["tail"] == "The ro"
+    alone, rules = hold_rules("[Reminder: once the story part is finished, append 4 more passages of text with no "
+                              "preamble or any notes.]\nShe could only see what little bit they still knew")
+    assert alone == "She could only see what little bit they still knew…" and rules["trailed_off"]
+    assert count_leaks([(1, kept), (2, alone)])["leaking"] == 0
