@@ -50,11 +50,13 @@ from engine.store import CampaignRow
 from engine.story import StoryTree
 from engine.turns.write import write_state
 
-__all__ = ["CAMPAIGNS", "KINDS", "LOCATIONS", "WINDOWS", "CachingNarrator", "Fact", "Spec", "build", "evaluate",
-           "half_of", "locate", "probe", "reopen", "reguard", "raw_copy", "bank_path", "script", "summarise", "tune", "plot_locations", "guard_table"]
+__all__ = ["CAMPAIGNS", "KINDS", "LOCATIONS", "WINDOWS", "CachingNarrator", "Fact", "Spec", "build", "caps", "evaluate",
+           "extend", "half_of", "locate", "probe", "reader_lines", "reopen", "reguard", "raw_copy", "bank_path", "script", "summarise", "tune", "plot_locations", "guard_table"]
 
 # The module, not the function the package exports under the same name.
 recall_module = importlib.import_module("engine.memory.recall")
+builder_module = importlib.import_module("engine.context.builder")
+guard_module = importlib.import_module("engine.memory.guard")
 WINDOWS = (4096, 16384)
 KINDS = ("story", "state", "card", "memory")
 # Where a fact's needle is looked for, in this order; the first section holding it names where it was.
@@ -337,8 +339,14 @@ def reopen(path: str | Path, spec: Spec, *, narrator, embedder: str = "local") -
     camp = wb.campaign(saved["campaign_id"])
     while embed_pending(wb.db, camp.id, wb.embedder):
         pass
+    # The file, not the log, says how far play got: the log is saved every SAVE_EVERY turns, so a run
+    # stopped between saves left a few turns (and their memories) in the file that the log lacks.
+    con = sqlite3.connect(str(path))
+    played = con.execute("SELECT COUNT(*) FROM nodes WHERE campaign_id = ? AND kind = 'narrator'",
+                         (saved["campaign_id"],)).fetchone()[0]
+    con.close()
     return Built(wb, camp, spec, saved["guard"], saved["memory_log"], saved["summary_log"], saved["planted"],
-                 saved.get("played", 0))
+                 max(played, saved.get("played", 0)))
 
 
 def build(path: str | Path, spec: Spec, turns: int, *, narrator, embedder: str = "local", guard: bool = True,
@@ -353,11 +361,27 @@ def build(path: str | Path, spec: Spec, turns: int, *, narrator, embedder: str =
     wb = Workbench.open(path, background=False)
     wb.configure(narrator=narrator, embedder=embedder)
     camp = wb.new_campaign(spec.title, premise=spec.premise, protagonist=spec.protagonist, opening=spec.opening)
-    out = Built(wb, camp, spec, guard)
+    return _play(path, Built(wb, camp, spec, guard), turns, cache=cache, seed=seed, progress=progress)
+
+
+def extend(built: Built, path: str | Path, turns: int, *, cache: dict | None = None, seed: int = 0,
+           progress: bool = True) -> Built:
+    """A bank a run stopped early (`reopen`) played on to `turns`: the
+    script is seeded, so turns played later are the very turns a run that
+    never stopped would have played, with derived work as before. What the
+    log missed (it is saved every SAVE_EVERY turns) is read from the script."""
+    rows = script(built.spec, turns, seed)[:built.played]
+    built.planted.update({fact.key: turn for turn, (_, _, fact) in enumerate(rows) if fact is not None})
+    return _play(Path(path), built, turns, cache=cache, seed=seed, progress=progress)
+
+
+def _play(path: Path, out: Built, turns: int, *, cache: dict | None, seed: int, progress: bool) -> Built:
+    """Play `out`'s script from the turn it stopped at to `turns`."""
+    wb, camp, spec, guard = out.wb, out.camp, out.spec, out.guard
     talker = CachingNarrator(wb.narrator, cache)
     settings = wb.settings
-    for turn, (player, narration, fact) in enumerate(tqdm(script(spec, turns, seed), desc=spec.title,
-                                                          disable=not progress)):
+    rows = list(enumerate(script(spec, turns, seed)))[out.played:]
+    for turn, (player, narration, fact) in tqdm(rows, desc=spec.title, disable=not progress):
         events = []
         if fact is not None and fact.kind == "state":
             events = [{"type": "add_fact", "fact_id": fact.key, "predicate": fact.statement}]
@@ -455,6 +479,7 @@ def probe(built: Built, windows: Sequence[int] = WINDOWS, recall: str = "parts",
                 rows.append({"campaign": spec.title, "fact": fact.key, "kind": fact.kind, "half": half_of(index),
                              "window": window, "guard": built.guard, "recall": recall,
                              "planted_turn": built.planted.get(fact.key), "turns_played": built.played,
+                             "history_tokens": report["tokens"].get("history_spent"),
                              **locate(report, fact.needle, fact.probe)})
     return pd.DataFrame(rows)
 
@@ -510,16 +535,21 @@ def reguard(built: Built) -> dict:
 
     con = sqlite3.connect(str(built.wb.db.path))
     kinds = memory_bank.STORY_KINDS
-    nodes = con.execute(f"SELECT branch_id, depth, text FROM nodes WHERE campaign_id = ? AND kind IN "
-                        f"({', '.join('?' * len(kinds))}) ORDER BY depth", (built.camp.id, *kinds)).fetchall()
+    rows = con.execute(f"SELECT branch_id, depth, text, id FROM nodes WHERE campaign_id = ? AND kind IN "
+                       f"({', '.join('?' * len(kinds))}) ORDER BY depth", (built.camp.id, *kinds)).fetchall()
+    nodes, ids = [r[:3] for r in rows], {r[1]: r[3] for r in rows}
     name = built.spec.protagonist
     changed = {"memories": 0, "summaries": 0}
     for entry in built.memory_log:
         block = [n for n in nodes if entry["start"] <= n[1] <= entry["end"]]
-        corpus = tuple(n[2] for n in nodes if n[1] <= entry["end"] + 2)  # the head when it was written: a turn adds two nodes
+        # The head when it was written: a turn adds two nodes, and the first memory waits for MEMORY_START of them.
+        head = max(entry["end"] + 2, memory_bank.MEMORY_START)
+        corpus = tuple(n[2] for n in nodes if n[1] <= head)
+        with built.wb.db.reading() as s:
+            facts = tuple(memory_bank.block_facts(s, [ids[n[1]] for n in block]))
         log: list = []
-        kept = memory_bank.guarded(entry["raw"], memory_bank.Block(block, "", name,
-                                                                   corpus[-memory_bank.RARITY_NODES:]), log=log)
+        kept = memory_bank.guarded(entry["raw"], memory_bank.Block(block, "", name, corpus[-memory_bank.RARITY_NODES:],
+                                                                   facts), log=log)
         if kept != entry["kept"]:
             con.execute("UPDATE memories SET text = ?, vector = NULL, vector_model = '' WHERE campaign_id = ? AND "
                         "source_start = ? AND source_end = ?", (kept, built.camp.id, entry["start"], entry["end"]))
@@ -554,9 +584,10 @@ def bank_path(workdir: str | Path, spec: Spec, guard: bool, turns: int) -> Path:
 def evaluate(workdir: str | Path, *, turns: int = 200, campaigns: Sequence[Spec] = CAMPAIGNS,
              narrator="local", embedder: str = "local", windows: Sequence[int] = WINDOWS,
              guards: Sequence[bool] = (False, True), reuse: bool = False, raw_from_log: bool = True,
-             progress: bool = True) -> tuple[pd.DataFrame, list[Built]]:
+             extend_reused: bool = True, progress: bool = True) -> tuple[pd.DataFrame, list[Built]]:
     """Every campaign built once per guard setting (or, with `reuse`, opened
-    where an earlier run left it) and probed with both recalls. With
+    where an earlier run left it, played on to `turns` unless
+    `extend_reused` is off) and probed with both recalls. With
     `raw_from_log` the unguarded bank is the guarded one with the model's own
     texts put back (`raw_copy`), not a second run of the model."""
     workdir = Path(workdir)
@@ -565,6 +596,8 @@ def evaluate(workdir: str | Path, *, turns: int = 200, campaigns: Sequence[Spec]
     for spec, guard in itertools.product(campaigns, sorted(guards, reverse=True)):
         path = bank_path(workdir, spec, guard, turns)
         built = reopen(path, spec, narrator=narrator, embedder=embedder) if reuse else None
+        if built is not None and built.played < turns and extend_reused:
+            built = extend(built, path, turns, cache=cache, progress=progress)
         if built is not None and built.guard:
             built.reguarded = reguard(built)
         guarded = next((b for b in builds if b.spec is spec and b.guard), None)
@@ -592,6 +625,62 @@ def tune(builds: Sequence[Built], story: Sequence[float] = (0.6, 0.8, 1.0),
         rows.append({"story_weight": s, "lexical_weight": w, "reached": frame["reached"].mean(),
                      "in_memory": frame["memory"].mean(), "probes": len(frame)})
     return pd.DataFrame(rows).sort_values(["reached", "in_memory"], ascending=False, ignore_index=True)
+
+
+@contextmanager
+def shares(live: float | None = None, summary: float | None = None):
+    """The builder's memory and summary shares set for the duration (the cap grid)."""
+    saved = builder_module.LIVE_SHARE, builder_module.SUMMARY_SHARE
+    try:
+        if live is not None:
+            builder_module.LIVE_SHARE = live
+        if summary is not None:
+            builder_module.SUMMARY_SHARE = summary
+        yield
+    finally:
+        builder_module.LIVE_SHARE, builder_module.SUMMARY_SHARE = saved
+
+
+def caps(builds: Sequence[Built], live: Sequence[float] = (0.3, 0.4, 0.5, 0.6, 1.0),
+         summary: Sequence[float] = (0.3, 0.4, 0.5), windows: Sequence[int] = (2048, 4096)) -> pd.DataFrame:
+    """Per pair of builder shares and window: the tuning half's facts that
+    reached the prompt and the history tokens the prompts kept (the two
+    things a cap trades), on the guarded banks with the parts recall."""
+    rows = []
+    tuning = {b.spec.title: [f.key for i, f in enumerate(b.spec.facts) if half_of(i) == "tune"] for b in builds}
+    for share, part in itertools.product(live, summary):
+        with shares(share, part):
+            frame = pd.concat([probe(b, windows, "parts", tuning[b.spec.title]) for b in builds if b.guard])
+        for window, rows_at in frame.groupby("window"):
+            rows.append({"live_share": share, "summary_share": part, "window": window,
+                         "reached": rows_at["reached"].mean(), "history_tokens": rows_at["history_tokens"].median(),
+                         "probes": len(rows_at)})
+    return pd.DataFrame(rows)
+
+
+def reader_lines(builds: Sequence[Built], values: Sequence[int] = (0, 1), window: int = 4096) -> pd.DataFrame:
+    """Per value of the guard's READER_LINES (how many of the reader's own
+    lines an extractive memory keeps first): the tuning half's facts that
+    reached the prompt at `window`, every guarded bank decided again under it
+    (`reguard`, no model call). The engine's own value is put back after."""
+    rows = []
+    tuning = {b.spec.title: [f.key for i, f in enumerate(b.spec.facts) if half_of(i) == "tune"] for b in builds}
+    saved = guard_module.READER_LINES
+    try:
+        for value in values:
+            guard_module.READER_LINES = value
+            for b in builds:
+                if b.guard:
+                    reguard(b)
+            frame = pd.concat([probe(b, (window,), "parts", tuning[b.spec.title]) for b in builds if b.guard])
+            rows.append({"reader_lines": value, "window": window, "reached": frame["reached"].mean(),
+                         "in_memory": frame["memory"].mean(), "probes": len(frame)})
+    finally:
+        guard_module.READER_LINES = saved
+        for b in builds:
+            if b.guard:
+                reguard(b)
+    return pd.DataFrame(rows)
 
 
 def summarise(frame: pd.DataFrame) -> pd.DataFrame:

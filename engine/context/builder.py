@@ -14,6 +14,7 @@ the length hint and reminder last.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -39,6 +40,19 @@ AUTHORS_NOTE_DEPTH = 3
 # input, summary, knowledge (3 classes), memories, state, length hint,
 # reminder. Each costs one separator, priced up front.
 STORY_SECTION_SLOTS = 11
+# Memories and the summary together take at most this share of the room left
+# after the protected sections, the summary at most SUMMARY_SHARE of that.
+# Uncapped, at a 2,048 budget five memories (~350 tokens) and the summary
+# (~330) left the history 17 tokens: the narrator saw no story. Chosen on the
+# tuning half of the recall evaluation (experiments/recall_eval.py, `caps`;
+# 21 probes of three 80-turn banks): at 2,048, shares 0.4 / 0.5 / 0.6 / none
+# brought 100 / 100 / 95 / 86 % of the facts into the prompt with a median
+# 488 / 384 / 278 / 90 history tokens; at 4,096 all reached 100 %. The
+# smallest share of the grid that lost nothing, for the most story.
+LIVE_SHARE = 0.4
+# Not varied: the summary is the same whatever the reader asks, the memories
+# are recalled for the input, so the memories get the larger part.
+SUMMARY_SHARE = 0.4
 # Knowledge spends at most this share of what remains after the protected
 # context, before history is sized: what knowledge spends, history does not get.
 KNOWLEDGE_SHARE = 0.33
@@ -135,20 +149,24 @@ def _memory_line(memory: dict) -> str:
 
 
 def _live_sections(inputs: Inputs, room: int) -> tuple[list[tuple[str, str, str]], list[dict]]:
-    """The summary, then memories by similarity, while they fit in `room`.
+    """The summary, then memories by similarity, within their share of `room`.
 
     They are priced before history like the protected sections, but they are
     not protected: a model that ignores the word limits must not make the
-    campaign unplayable, so what does not fit is dropped and recorded."""
+    campaign unplayable, so what does not fit is dropped and recorded. Together
+    they take at most LIVE_SHARE of the room (the summary at most SUMMARY_SHARE
+    of that, cut at a sentence end), so the story itself keeps the rest."""
     out, dropped = [], []
+    room = int(room * LIVE_SHARE)
     summary = inputs.summary.strip()
     if summary:
-        text = f"Story summary:\n{summary}"
-        if tokens.count(text) + 1 <= room:
-            out.append(("story_summary", text, "the summary valid at this point"))
+        text = _within(f"Story summary:\n{summary}", int(room * SUMMARY_SHARE) - 1)
+        if text:
+            out.append(("story_summary", text, "the summary valid at this point"
+                        + ("" if text.endswith(summary) else ", cut to its share of the budget")))
             room -= tokens.count(text) + 1
         else:
-            dropped.append({"section": "story_summary", "tokens": tokens.count(text)})
+            dropped.append({"section": "story_summary", "tokens": tokens.count(summary)})
     kept, spent = [], tokens.count(MEMORY_HEADER) + 1
     for memory in inputs.memories:
         cost = tokens.count(_memory_line(memory)) + 1
@@ -161,6 +179,24 @@ def _live_sections(inputs: Inputs, room: int) -> tuple[list[tuple[str, str, str]
         lines = "\n".join(_memory_line(m) for m in kept)
         out.append(("memories", f"{MEMORY_HEADER}\n{lines}", f"{len(kept)} retrieved by similarity to the recent story"))
     return out, dropped
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)]*\s+")
+
+
+def _within(text: str, room: int) -> str:
+    """`text` whole if it fits in `room` tokens, else its opening sentences
+    that do (a header line alone is not worth keeping: "")."""
+    if tokens.count(text) <= room:
+        return text
+    head, _, body = text.partition("\n")
+    kept = head
+    for sentence in _SENTENCE_END.split(body):
+        candidate = f"{kept}\n{sentence}" if kept == head else f"{kept} {sentence}"
+        if tokens.count(candidate) > room:
+            break
+        kept = candidate
+    return "" if kept == head else kept
 
 
 def _final_sections(settings, brief: Brief, inputs: Inputs) -> list[tuple[str, str, str]]:

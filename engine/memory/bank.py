@@ -16,17 +16,18 @@ from ..providers import Prompt, Text
 from ..store import CampaignRow, NodeRow
 from ..store.memory_tables import MemoryRow
 from ..store.models import utcnow
+from ..store.narrative_tables import StateEventRow
 from ..story import StoryTree
 from ..story.lineage import Path
 from .authority import classify_authority
-from .guard import check, extractive
+from .guard import check, extractive, state_facts
 from .prompts import MEMORY_MAX_WORDS, MEMORY_SYSTEM, cast_brief, clip_words, memory_request
 from .vectors import CACHE, KIND, pack
 
 __all__ = [
     "MEMORY_INTERVAL", "MEMORY_MAX_TOKENS", "MEMORY_START", "SETTLE_SLACK", "MAX_MEMORIES_PER_RUN", "MAX_EMBED_BATCH",
     "on_path", "story_after", "recent_story", "memory_anchor", "due_block", "write_due_memories", "embed_pending",
-    "evict", "record_use", "set_vector", "generate", "guarded", "Block",
+    "evict", "record_use", "set_vector", "generate", "guarded", "Block", "block_facts",
 ]
 
 MEMORY_INTERVAL = 6        # story nodes per memory
@@ -93,6 +94,7 @@ class Block:
     brief: str
     protagonist: str = ""
     corpus: tuple[str, ...] = ()  # the recent story, for the rarity of a word (guard.extractive)
+    facts: tuple[str, ...] = ()  # what the narrator's state events recorded in these turns (guard.state_facts)
 
     @property
     def start(self) -> int:
@@ -113,7 +115,17 @@ def due_block(session, campaign: CampaignRow) -> Block | None:
         return None
     block = after[:MEMORY_INTERVAL]
     return Block([(n.branch_id, n.depth, n.text) for n in block], cast_brief(campaign.protagonist, campaign.state),
-                 campaign.protagonist or "", tuple(recent_story(session, path, RARITY_NODES)))
+                 campaign.protagonist or "", tuple(recent_story(session, path, RARITY_NODES)),
+                 tuple(block_facts(session, [n.id for n in block])))
+
+
+def block_facts(session, node_ids: list[int]) -> list[str]:
+    """The facts the accepted state events of these story nodes recorded, in
+    the order they were written: a memory of the block must keep them."""
+    events = session.scalars(select(StateEventRow.event).where(StateEventRow.node_id.in_(node_ids),
+                                                               StateEventRow.accepted.is_(True))
+                             .order_by(StateEventRow.id)).all()
+    return state_facts(events)
 
 
 def generate(narrator, system: str, request: str, max_tokens: int, task: str) -> str:
@@ -126,9 +138,9 @@ def guarded(raw: str, block: Block, *, guard: bool = True, log: list | None = No
     """The memory that is kept for `block`: the model's, when the guard lets it
     stand, else the block's own most informative sentences (`guard.extractive`)."""
     texts = [t for _, _, t in block.nodes]
-    verdict = check(raw, texts, block.protagonist)
+    verdict = check(raw, texts, block.protagonist, block.facts)
     text = raw if verdict.ok or not guard else clip_words(
-        extractive(texts, MEMORY_MAX_WORDS, block.protagonist, block.corpus), MEMORY_MAX_WORDS)
+        extractive(texts, MEMORY_MAX_WORDS, block.protagonist, block.corpus, block.facts), MEMORY_MAX_WORDS)
     if log is not None:
         log.append({"start": block.start, "end": block.end[1], "raw": raw, "kept": text, "accepted": verdict.ok,
                     "reason": verdict.reason, "required": list(verdict.required), "kept_items": list(verdict.kept)})

@@ -23,8 +23,8 @@ from functools import lru_cache
 from ..knowledge.stopwords import STOP_WORDS
 from ..narrative.prose import first_person
 
-__all__ = ["GROUNDED_SHARE", "KEEP_SHARE", "REQUIRED_ITEMS", "terms", "Verdict", "check", "extractive", "salient", "sentences",
-           "third_person", "META_PHRASES"]
+__all__ = ["GROUNDED_SHARE", "KEEP_SHARE", "READER_LINES", "REQUIRED_ITEMS", "terms", "Verdict", "check", "extractive", "fact_kept",
+           "salient", "sentences", "state_facts", "third_person", "META_PHRASES"]
 
 # Of the block's most prominent items (at most REQUIRED_ITEMS), a memory must
 # keep this share. A 50-word memory of six story nodes cannot keep every
@@ -43,6 +43,15 @@ META_PHRASES = ("story excerpt", "the excerpt", "cast list", "this excerpt", "th
 # each, read, mixed the block's names with invented roles ("a pedlar named
 # Yara Stone" of a goatherd); an extractive memory scores 1 by construction.
 GROUNDED_SHARE = 0.65
+# How many of the block's reader lines ("> I hide the brass key under the
+# ninth stair") an extractive memory keeps before anything else: the most
+# informative one. The reader's line is the one record of the block the
+# narrator did not invent, and a player's later question returns to it; ranked
+# only by names and rarity, the release run's memory of the block that planted
+# its clue kept the 135M narrator's "in 2073" and "Auntie Rose" instead, and
+# M04 was not recovered. Checked on the recall evaluation's tuning half
+# (experiments/recall_eval.py, `reader_lines`).
+READER_LINES = 1
 # Sentence starters and pronouns that are capitalised without being names.
 _NOT_NAMES = STOP_WORDS | {"you", "your", "i", "mr", "mrs", "ms", "sir", "lady", "lord"}
 _SENTENCE = re.compile(r"(?<=[.!?…])[\"'”’)]*\s+(?=[\"'“‘(]?[A-Z0-9>])")
@@ -135,10 +144,14 @@ def _keeps(text: str, item: str) -> bool:
     return all(part.lower() in lowered for part in item.split())
 
 
-def check(text: str, sources: Sequence[str], protagonist: str = "") -> Verdict:
+def check(text: str, sources: Sequence[str], protagonist: str = "", facts: Sequence[str] = ()) -> Verdict:
     """Whether `text` may stand as a memory (or summary) of `sources`; the
-    protagonist's name counts as grounded (the prompt asks for it)."""
+    protagonist's name counts as grounded (the prompt asks for it). `facts`
+    are what the narrator declared true in these turns (its state events,
+    `state_facts`): each one must be kept whole, not half of them, because the
+    narrator itself said they matter."""
     text = (text or "").strip()
+    sources = [*sources, *facts]
     required = tuple(salient(sources)[:REQUIRED_ITEMS])
     if len(text.split()) < 5:
         return Verdict(False, "too short to hold a fact", (), required)
@@ -158,7 +171,21 @@ def check(text: str, sources: Sequence[str], protagonist: str = "") -> Verdict:
     if required and len(kept) < math.ceil(KEEP_SHARE * len(required)):
         return Verdict(False, f"kept {len(kept)} of the {len(required)} names, numbers and quoted words",
                        kept, required)
+    lost = next((f for f in facts if not fact_kept(text, f)), None)
+    if lost is not None:
+        return Verdict(False, f"dropped a fact the narrator recorded ({lost!r})", kept, required)
     return Verdict(True, "", kept, required)
+
+
+def fact_kept(text: str, fact: str) -> bool:
+    """Whether `text` keeps `fact`: all of its names, numbers and quoted words,
+    or, for a fact that has none ("Ada owes the guild nine marks"), at least
+    KEEP_SHARE of its meaningful words."""
+    items = salient([fact])
+    if items:
+        return all(_keeps(text, i) for i in items)
+    wanted = terms(fact)
+    return not wanted or len(wanted & terms(text)) >= math.ceil(KEEP_SHARE * len(wanted))
 
 
 _THIRD = ((r"\byou are\b", "{n} is"), (r"\byou were\b", "{n} was"), (r"\byou have\b", "{n} has"),
@@ -191,31 +218,54 @@ def third_person(sentence: str, name: str) -> str:
 _CLAUSE = re.compile(r"(?<=[,;:])\s+|\s+(?=—)")
 
 
-def extractive(texts: Sequence[str], max_words: int, name: str = "", corpus: Sequence[str] = ()) -> str:
-    """The most informative of `texts`' sentences, in story order, within
-    `max_words`. A sentence's weight is its names, numbers and quoted phrases
+def extractive(texts: Sequence[str], max_words: int, name: str = "", corpus: Sequence[str] = (),
+               facts: Sequence[str] = ()) -> str:
+    """`facts` (the narrator's recorded state, `state_facts`) first, each as a
+    sentence, then the most informative of `texts`' sentences, in story order,
+    within what is left of `max_words`. A sentence's weight is its names, numbers and quoted phrases
     (three points each) plus the mean rarity of its content words (inverse
     document frequency over the sentences of `texts` and of `corpus`, the
     story before them), so travel filler repeated turn after turn loses to the
     one line that named the smith of Greyford. A sentence too long for the
     words left is tried clause by clause, so a long line's named part still fits."""
-    candidates = [s for t in texts for s in sentences(t)]
-    if not candidates:
+    stated = [_closed(_capitalised(f)) for f in facts if f.strip()]
+    lead = " ".join(stated)
+    if lead and len(lead.split()) >= max_words:
+        return " ".join(lead.split()[:max_words])
+    rest = _extractive(texts, max_words - len(lead.split()), name, corpus) if texts else ""
+    return " ".join(part for part in (lead, rest) if part)
+
+
+def _capitalised(text: str) -> str:
+    text = " ".join(text.split())
+    return text[:1].upper() + text[1:]
+
+
+def _extractive(texts: Sequence[str], max_words: int, name: str, corpus: Sequence[str]) -> str:
+    tagged = [(s, t.lstrip().startswith(">")) for t in texts for s in sentences(t)]
+    candidates = [s for s, _ in tagged]
+    if not candidates or max_words <= 0:
         return ""
+    said = {i for i, (_, reader) in enumerate(tagged) if reader}  # the reader's own lines
     items = {i.lower() for i in salient(texts)}
     pool = [set(_words(s)) for s in [*candidates, *(s for t in corpus for s in sentences(t))]]
     df = Counter(w for words in pool for w in words)
     n = len(pool)
 
+    def information(sentence: str) -> float:
+        return sum(math.log((n + 1) / (df[w] + 0.5)) for w in set(_words(sentence)) if w not in STOP_WORDS)
+
     def weight(sentence: str) -> float:
         words = [w for w in set(_words(sentence)) if w not in STOP_WORDS]
-        rare = sum(math.log((n + 1) / (df[w] + 0.5)) for w in words) / max(1, len(words))
-        return rare + 3.0 * sum(1 for i in items if i in sentence.lower())
+        return information(sentence) / max(1, len(words)) + 3.0 * sum(1 for i in items if i in sentence.lower())
 
     chosen: list[tuple[int, int, str]] = []  # (sentence index, clause index, text)
     room = max_words
-    for i in sorted(range(len(candidates)), key=lambda i: -weight(candidates[i])):
-        named = weight(candidates[i]) >= 3.0
+    # The reader's most informative line: the most rare words in all (a mean would prefer "I read the log"
+    # to "I hide the brass key under the ninth stair of the lighthouse" for its one common word).
+    first = set(sorted(said, key=lambda i: -information(candidates[i]))[:READER_LINES])
+    for i in sorted(range(len(candidates)), key=lambda i: (i not in first, -weight(candidates[i]))):
+        named = i in first or weight(candidates[i]) >= 3.0
         fits = len(candidates[i].split()) <= room
         pieces = [candidates[i]] if fits or not named else _CLAUSE.split(candidates[i])
         for j in sorted(range(len(pieces)), key=lambda j: -weight(pieces[j])):
@@ -233,3 +283,35 @@ def extractive(texts: Sequence[str], max_words: int, name: str = "", corpus: Seq
 def _closed(clause: str) -> str:
     clause = clause.strip().rstrip(",;:—").strip()
     return clause if clause.endswith((".", "!", "?", "…", '"', "”", "'")) else clause + "."
+
+
+def state_facts(events: Sequence[dict]) -> list[str]:
+    """The narrator's accepted state events as plain statements, the facts a
+    memory of their turns must keep: a fact, a possession, a place, a tie, a
+    thread. Events that only name or describe an entity are the cast list's
+    business, not a memory's, and give nothing."""
+    out = []
+    for event in events:
+        line = _statement(event) if isinstance(event, dict) else ""
+        if line and line not in out:
+            out.append(line)
+    return out
+
+
+def _statement(event: dict) -> str:
+    kind = event.get("type")
+    event = {k: v.replace("_", " ") if isinstance(v, str) and k != "type" else v for k, v in event.items()}
+    if kind == "add_fact":
+        words = " ".join(str(event[n]) for n in ("subject", "predicate", "object") if event.get(n))
+        return words + (f": {event['value']}" if event.get("value") not in (None, "") else "")
+    if kind == "set_possession":
+        return f"{event.get('owner')} holds {event.get('item')}"
+    if kind == "set_current_location":
+        return f"{event.get('entity')} is at {event.get('location')}"
+    if kind == "add_relationship":
+        return f"{event.get('source')} {event.get('label')} {event.get('target')}"
+    if kind == "open_thread":
+        return str(event.get("title") or "")
+    if kind == "close_thread" and event.get("resolution"):
+        return f"{event.get('thread')}: {event['resolution']}"
+    return ""

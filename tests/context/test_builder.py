@@ -205,3 +205,33 @@ def test_a_ratio_below_one_is_not_used_to_grow_the_prompt():
     plain = build(BRIEF, story(400), settings(), window).report["tokens"]
     low = build(BRIEF, story(400), settings(), replace(window, token_ratio=0.8)).report["tokens"]
     assert low["estimate"] == plain["estimate"] and low["token_ratio"] == 1.0
+
+def _long_memories(n=5, words=50):
+    return [{"text": f"Memory {i}: " + " ".join(f"Thing{i}x{j}" for j in range(words)) + ".",
+             "authority": "accepted_story"} for i in range(n)]
+
+
+def test_memories_and_summary_leave_the_story_its_share_at_a_small_budget():
+    from engine.context import builder
+
+    summary = " ".join(f"Sentence {i} names Place{i} and Person{i} at length." for i in range(40))
+    inputs = Inputs(pending=Line("player", "> You listen.", 40), summary=summary, memories=_long_memories())
+    r = build(BRIEF, story(40), settings(context_budget=2048, max_output_tokens=96), None, inputs).report
+    live = {s["name"]: s["tokens"] for s in r["sections"] if s["name"] in ("memories", "story_summary")}
+    room = r["tokens"]["available_for_history"] + sum(live.values()) + len(live)
+    assert sum(live.values()) <= builder.LIVE_SHARE * room + 2  # the cap holds
+    assert r["tokens"]["available_for_history"] >= (1 - builder.LIVE_SHARE) * room - 1  # the story keeps the rest
+    assert r["history"]["included"] >= 6
+    summary_text = next(s["text"] for s in r["sections"] if s["name"] == "story_summary")
+    assert summary_text.startswith("Story summary:\nSentence 0 names") and summary_text.endswith(".")
+    assert "Memory 0:" in r["prompt"]["story"]  # the best-ranked memory is the one kept
+    assert r["memories"]["dropped_for_budget"]  # and the rest recorded as dropped
+
+
+def test_a_large_budget_takes_every_memory_and_the_whole_summary():
+    inputs = Inputs(pending=Line("player", "> You listen.", 40), summary="Mara hid the key. Oswin left.",
+                    memories=_long_memories())
+    r = build(BRIEF, story(40), settings(context_budget=16384), None, inputs).report
+    assert all(f"Memory {i}:" in r["prompt"]["story"] for i in range(5))
+    assert "Story summary:\nMara hid the key. Oswin left." in r["prompt"]["story"]
+    assert not r["memories"]["dropped_for_budget"]

@@ -44,7 +44,8 @@ def test_every_fact_is_probed_in_every_condition_and_located(evaluated):
     assert len(frame) == 14 * 2 * 2  # facts x banks x recalls
     assert set(frame["where"]) <= set(ev.LOCATIONS)
     rows = frame[frame.guard & (frame.recall == "parts")].set_index("fact")
-    assert rows.loc["state-boat", "state"] and rows.loc["state-boat", "where"] == "state"
+    assert rows.loc["state-boat", "state"]
+    assert rows.loc["state-boat", "memory"]  # the add_fact event reached the memory of its block too
     # the first facts left a 2,048-token window long before the probe
     assert not rows.loc["smith", "history"]
     summary = ev.summarise(frame)
@@ -90,3 +91,61 @@ def test_reguard_decides_each_text_again_from_the_models_reply(evaluated):
     before = list(guarded.camp.memories.frame()["text"])
     assert ev.reguard(guarded) == {"memories": 0, "summaries": 0}  # the same guard: nothing changes
     assert list(guarded.camp.memories.frame()["text"]) == before
+
+
+class StopsAt(TaskNarrator):
+    """A run killed part-way: the memory request after `calls` of them fails."""
+
+    def __init__(self, calls):
+        super().__init__()
+        self.left = calls
+
+    def execute(self, prompt):
+        if prompt.task == "memory":
+            self.left -= 1
+            if self.left < 0:
+                raise RuntimeError("the run was stopped")
+        yield from super().execute(prompt)
+
+
+def _story(built):
+    return [e.text for e in built.camp.history()]
+
+
+def test_a_bank_stopped_part_way_is_played_on_to_the_turns_a_whole_run_plays(tmp_path):
+    spec = ev.CAMPAIGNS[1]
+    whole = ev.build(tmp_path / "whole.db", spec, 40, narrator=TaskNarrator(), progress=False)
+    path = ev.bank_path(tmp_path, spec, True, 40)
+    with pytest.raises(RuntimeError):
+        ev.build(path, spec, 40, narrator=StopsAt(6), progress=False)
+    stopped = ev.reopen(path, spec, narrator=TaskNarrator())
+    assert 10 < stopped.played < 40  # the file, not the log saved at turn 10, says how far play got
+    ev.extend(stopped, path, 40, progress=False)
+    assert stopped.played == 40 and _story(stopped) == _story(whole)
+    assert stopped.planted == whole.planted
+    assert (list(stopped.camp.memories.frame()["source_end"]) == list(whole.camp.memories.frame()["source_end"]))
+    for b in (whole, stopped):
+        b.wb.close()
+
+
+def test_the_share_grid_asks_the_tuning_half_at_each_window_and_restores_the_builder(evaluated):
+    from engine.context import builder
+
+    _, builds, _ = evaluated
+    before = builder.LIVE_SHARE, builder.SUMMARY_SHARE
+    grid = ev.caps(builds, live=(0.3, 1.0), summary=(0.4,), windows=(2048,))
+    assert len(grid) == 2 and (grid["probes"] == 7).all()
+    assert (builder.LIVE_SHARE, builder.SUMMARY_SHARE) == before
+    uncapped, capped = grid.set_index("live_share").loc[1.0], grid.set_index("live_share").loc[0.3]
+    assert capped["history_tokens"] > uncapped["history_tokens"]  # the cap gives the story back its room
+
+
+def test_the_reader_line_grid_decides_the_bank_again_and_puts_the_engine_back(evaluated):
+    from engine.memory import guard
+
+    _, builds, _ = evaluated
+    guarded = next(b for b in builds if b.guard)
+    before = list(guarded.camp.memories.frame()["text"])
+    grid = ev.reader_lines(builds, (0, 1), window=2048)
+    assert list(grid["reader_lines"]) == [0, 1] and (grid["probes"] == 7).all()
+    assert guard.READER_LINES == 1 and list(guarded.camp.memories.frame()["text"]) == before

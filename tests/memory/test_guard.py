@@ -1,5 +1,7 @@
 """The memory guard: a memory that loses the block's facts, narrates as "I"
 or talks about the prompt is replaced by the block's own sentences."""
+import itertools
+
 from narrators import TaskNarrator
 
 from engine import Workbench
@@ -84,3 +86,74 @@ def test_the_bank_replaces_a_rejected_memory_and_keeps_a_good_one(db_path):
     assert len(memories) >= 2
     assert "Thora Vance" in memories[0] and not memories[0].startswith("I ")  # extractive, from the block
     assert memories[1] == good
+
+
+FACT = "the brass key lies under the ninth stair of the lighthouse"
+
+
+def test_a_memory_must_keep_what_the_narrators_state_events_recorded():
+    from engine.memory.guard import fact_kept, state_facts
+
+    facts = state_facts([{"type": "add_fact", "fact_id": "key", "predicate": FACT},
+                         {"type": "set_possession", "item": "iron_lantern", "owner": "wren"},
+                         {"type": "create_entity", "entity": "wren", "name": "Wren"}])  # a name, not a fact
+    assert facts == [FACT, "wren holds iron lantern"]
+    # Otherwise acceptable (names kept, grounded), but the recorded fact is lost: rejected, and said why.
+    verdict = check("Wren met Thora Vance, the smith of Greyford, who mends buckles near Millbridge.", BLOCK,
+                    "Wren", facts[:1])
+    assert not verdict.ok and "narrator recorded" in verdict.reason
+    assert check("Wren met Thora Vance, the smith of Greyford near Millbridge; the brass key lies under the ninth "
+                 "stair of the lighthouse.", BLOCK, "Wren", facts[:1]).ok
+    assert fact_kept("Ada owes the guild nine marks.", "Ada owes the guild of apothecaries nine marks in dues")
+    assert not fact_kept("Ada paid the guild.", "Ada owes the guild of apothecaries nine marks in dues")
+
+
+def test_the_extractive_memory_states_the_recorded_facts_first_within_its_words():
+    memory = extractive(BLOCK, 50, "Wren", facts=[FACT])
+    assert memory.startswith("The brass key lies under the ninth stair of the lighthouse.")
+    assert "Thora Vance" in memory and len(memory.split()) <= 50  # the block's own best line still fits
+
+
+class FactNarrator(StoryAndMemories):
+    """BLOCK's narration, the second reply recording FACT in a state block the
+    prose never states; every memory reply keeps the block's names but not FACT."""
+
+    def execute(self, prompt):
+        if prompt.task != "narrate":
+            yield from super().execute(prompt)
+            return
+        from engine.providers import Text
+
+        self.turns += 1
+        prose = self.story[(self.turns - 1) % len(self.story)]
+        if self.turns == 2:
+            prose += ('\n\n```state\n{"events": [{"type": "add_fact", "fact_id": "key", "predicate": "' + FACT
+                      + '"}]}\n```')
+        yield Text(prose)
+
+
+def test_state_events_reach_the_memory_of_their_block(db_path):
+    good = "Wren met Thora Vance, the smith of Greyford, who mends buckles for two coppers near Millbridge."
+    wb = Workbench.open(db_path, background=False)
+    wb.configure(narrator=FactNarrator(itertools.repeat(good)), embedder="none", auto_summarize=False)
+    camp = wb.new_campaign("Salt", protagonist="Wren", opening="Dawn on the salt road.")
+    for line in ["cross the ford", "walk on", "rest", "look around", "wait", "sleep", "wake", "go on"]:
+        camp.act(line)
+    assert any(e.get("type") == "add_fact" for e in camp.events()["event"])  # the event was written
+    memories = camp.memories.frame()["text"].tolist()
+    assert len(memories) >= 2
+    assert "ninth stair" in memories[0].lower()  # the block with the event keeps its fact
+    assert memories[1] == good  # a block without one keeps the model's memory that passes the guard
+
+
+def test_the_readers_own_line_outweighs_the_narrators_inventions():
+    # The release run's block, shortened: the clue is the reader's line; the 135M narrator's prose
+    # around it carries a year and a name it made up, which would otherwise win the memory's words.
+    block = ["> I hide the brass key under the ninth stair of the lighthouse.",
+             "Once upon a time, in the year 2073, the keeper vanished into an endless fog. The scene was not any "
+             "ordinary lighthouse in 2073; it had been a beacon over the island. Auntie Rose came to the island "
+             "with her family in 2073, but she never returned to Gull Point.",
+             "> I read the storm log.",
+             "The storm log of 2073 was kept by Auntie Rose, who wrote of Gull Point every night of the year."]
+    memory = extractive(block, 30, "Wren")
+    assert "Wren hide the brass key under the ninth stair" in memory and len(memory.split()) <= 30
