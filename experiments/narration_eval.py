@@ -14,6 +14,7 @@ and after the memory guard.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +25,9 @@ from tqdm.auto import tqdm
 from engine import TurnFailed, Workbench
 from engine.memory.bank import write_due_memories
 from engine.narrative import ends_at_sentence, first_person, split
+from engine.narrative.prose import takes_up
 
-__all__ = ["SCRIPT", "Step", "play", "summarise", "memory_quality", "repeated_ngrams", "took_up", "plot_turns"]
+__all__ = ["SCRIPT", "TUNING", "Step", "play", "summarise", "memory_quality", "repeated_ngrams", "took_up", "plot_turns"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,23 @@ SCRIPT = (
     Step("act", "hide the letter in my boot", ("letter", "boot")),
     Step("continue", "", ()),
     Step("act", "ring the bell three times", ("bell",)),
+)
+
+# The turns every constant of issue 30 was chosen on (placement, sampling, the
+# short protocol rule); SCRIPT is held out and is what the evidence reports.
+TUNING = (
+    Step("act", "unfold the harbour master's letter", ("letter",)),
+    Step("direct", "Fog rolls in from the sea.", ("fog",)),
+    Step("act", "walk to the tavern by the docks", ("tavern", "dock")),
+    Step("act", '"Have you seen the keeper?"', ("keeper",)),
+    Step("direct", "A black cat follows you.", ("cat",)),
+    Step("act", "climb the cliff path to the lighthouse", ("cliff", "lighthouse")),
+    Step("continue", "", ()),
+    Step("act", "pick up the broken oar", ("oar",)),
+    Step("direct", "Thunder shakes the windows.", ("thunder", "window")),
+    Step("act", "I light a candle in the chapel", ("candle", "chapel")),
+    Step("act", "give the coin to the beggar", ("coin", "beggar")),
+    Step("act", "pull the boat onto the shingle", ("boat", "shingle")),
 )
 
 _WORDS = re.compile(r"[a-z']+")
@@ -98,9 +117,13 @@ def repeated_ngrams(replies: Sequence[str], n: int = 4) -> list[float]:
 
 def play(path: str | Path, *, narrator="local", steps: Sequence[Step] = SCRIPT, turns: int | None = None,
          max_output_tokens: int = 200, memory: bool = True, embedder: str = "local", progress: bool = True,
-         **settings) -> tuple[pd.DataFrame, list[dict]]:
+         ask_again: bool = False, **settings) -> tuple[pd.DataFrame, list[dict]]:
     """Play the script (cycled to `turns`) on a fresh file; one row per turn,
-    and the memory log (the model's memory and the kept one, per block)."""
+    and the memory log (the model's memory and the kept one, per block).
+
+    `ask_again` measures a reply rule before the turn runner has it: a reply
+    naming none of the things its input named (engine.narrative.takes_up) is
+    taken once more with Retry, and the turn's row is the second take."""
     path = Path(path)
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
@@ -123,6 +146,11 @@ def play(path: str | Path, *, narrator="local", steps: Sequence[Step] = SCRIPT, 
             rows.append({"turn": i, "mode": step.mode, "input": step.text,
                          "refused": f"{type(exc).__name__}: {str(exc)[:300]}"})
             continue
+        again = 0.0
+        if ask_again and step.mode != "continue" and takes_up(turn.text, _line(wb, turn.id)) is False:
+            started = time.perf_counter()
+            turn = camp.retry()
+            again = time.perf_counter() - started
         raw = split(_raw(wb, turn.id))
         before = raw.prose.strip()
         after = turn.text
@@ -134,7 +162,8 @@ def play(path: str | Path, *, narrator="local", steps: Sequence[Step] = SCRIPT, 
             "ends_before": ends_at_sentence(before), "ends_after": ends_at_sentence(after),
             "uptake": took_up(after, step.named), "cut": turn.cut, "tail": turn.tail,
             "repaired": bool(rules.get("first_person_repaired")), "asked": rules.get("asked", 1),
-            "words": len(after.split()), "reply": after,
+            "words": len(after.split()), "asked_again_s": round(again, 1), "rule_tokens": _rule_tokens(turn),
+            "reply": after,
         })
         if memory:
             write_due_memories(wb.db, camp.id, wb.narrator, guard=True, log=log)
@@ -143,6 +172,20 @@ def play(path: str | Path, *, narrator="local", steps: Sequence[Step] = SCRIPT, 
         frame.loc[frame["refused"] == "", "repeated_4grams"] = repeated_ngrams(replies)
     wb.close()
     return frame, log
+
+
+def _rule_tokens(turn) -> int:
+    """What the state-protocol rule cost this turn's prompt (0 when it was not sent)."""
+    return sum(s.get("tokens") or 0 for s in turn.report.get("sections", []) if s.get("name") == "emit_rule")
+
+
+def _line(wb, node_id: int) -> str:
+    """The input line the narration at `node_id` answers (its parent's text)."""
+    from engine.store import NodeRow
+
+    with wb.db.reading() as s:
+        parent = s.get(NodeRow, s.get(NodeRow, node_id).parent_id)
+        return parent.text if parent is not None and parent.kind in ("player", "direction") else ""
 
 
 def _raw(wb, node_id: int) -> str:
@@ -166,6 +209,7 @@ def summarise(frame: pd.DataFrame) -> dict:
         "uptake": float(named["uptake"].astype(bool).mean()) if len(named) else None,
         "uptake_directions": float(directions["uptake"].astype(bool).mean()) if len(directions) else None,
         "repeated_4grams": float(played["repeated_4grams"].mean()) if "repeated_4grams" in played else None,
+        "rule_tokens": int(played["rule_tokens"].max()) if "rule_tokens" in played and len(played) else None,
         "cut": int(played["cut"].sum()), "repaired": int(played["repaired"].sum()),
         "asked_again": int((played["asked"] > 1).sum()),
     }
@@ -191,13 +235,20 @@ def _held(text: str, item: str) -> bool:
 
 
 def plot_turns(frame: pd.DataFrame):
-    """Per turn: the reply's length and its repeated 4-gram share; the rule breaks marked."""
+    """Per turn: the reply's length (red: cut), whether it took up the input's
+    named thing, and its repeated 4-gram share."""
     import matplotlib.pyplot as plt
 
     played = frame[frame["refused"] == ""]
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 5), sharex=True)
+    fig, (top, middle, bottom) = plt.subplots(3, 1, figsize=(9, 6), sharex=True,
+                                              gridspec_kw={"height_ratios": [3, 1, 2]})
     top.bar(played["turn"], played["words"], color=["#c44" if c else "#48c" for c in played["cut"]])
     top.set_ylabel("words (red: cut)")
+    named = played[played["uptake"].notna()]
+    middle.scatter(named["turn"], [1] * len(named), marker="o", s=60,
+                   c=["#2a2" if bool(u) else "#c44" for u in named["uptake"]])
+    middle.set_yticks([])
+    middle.set_ylabel("uptake", rotation=0, ha="right")
     bottom.plot(played["turn"], played.get("repeated_4grams", 0), marker="o")
     bottom.set_ylabel("repeated 4-grams")
     bottom.set_xlabel("turn")

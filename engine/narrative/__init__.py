@@ -11,7 +11,7 @@ document plus `diff(before, after)` as the turn's change summary.
 """
 from .apply import Outcome, Reason, apply, describe_diff, diff
 from .events import SPECS, vocabulary_for_prompt
-from .extract import EMIT_REMINDER, EMIT_RULE, Extraction, split
+from .extract import EMIT_REMINDER, EMIT_RULE, EMIT_RULE_SHORT, Extraction, emit_rule, split
 from .leaks import count_leaks
 from .model import (
     active_facts,
@@ -25,12 +25,21 @@ from .model import (
     owner_of,
     withdrawn_facts,
 )
-from .prose import cut_to_sentence, ends_at_sentence, first_person, hold_rules, second_person
+from .prose import (
+    cut_to_sentence,
+    ends_at_sentence,
+    first_person,
+    hold_rules,
+    named_things,
+    second_person,
+    takes_up,
+)
 from .render import render_state
 
 __all__ = [
     "EMIT_REMINDER",
     "EMIT_RULE",
+    "EMIT_RULE_SHORT",
     "SPECS",
     "Extraction",
     "Outcome",
@@ -42,7 +51,9 @@ __all__ = [
     "cut_to_sentence",
     "ends_at_sentence",
     "first_person",
+    "emit_rule",
     "hold_rules",
+    "named_things",
     "second_person",
     "describe_diff",
     "diff",
@@ -55,6 +66,7 @@ __all__ = [
     "owner_of",
     "render_state",
     "split",
+    "takes_up",
     "vocabulary_for_prompt",
     "withdrawn_facts",
 ]

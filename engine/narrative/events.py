@@ -127,7 +127,7 @@ EVENT_TYPES = tuple(SPECS)
 _PLACEHOLDER = {KEY: "…", TEXT: "…", VALUE: "…", LABELS: ["…"]}
 
 
-def vocabulary_for_prompt() -> str:
+def vocabulary_for_prompt(compact: bool = False) -> str:
     """Each event written as the very object the model must send.
 
     The reference system first used `set_possession(item, owner)` notation, and
@@ -136,10 +136,14 @@ def vocabulary_for_prompt() -> str:
     reference measured ~380 tokens for this form against 456 for a spaced
     `"<key>"` form and 258 for calls; this vocabulary of twelve events counts
     337 cl100k tokens (the whole EMIT_RULE 529), hence compact separators.
+    `compact` gives the objects alone, for the short rule (EMIT_RULE_SHORT).
     """
     lines = []
     for name, spec in SPECS.items():
         shape = {"type": name, **{f: _PLACEHOLDER[k] for f, k in spec["required"].items()}}
+        if compact:  # the object alone: what the parser needs, for the short rule at small windows
+            lines.append(json.dumps(shape, ensure_ascii=False, separators=(",", ":")))
+            continue
         line = f"  {json.dumps(shape, ensure_ascii=False, separators=(',', ':'))} — {spec['summary']}"
         if spec["optional"]:
             line += f" (optional: {', '.join(spec['optional'])})"

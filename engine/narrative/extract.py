@@ -31,8 +31,11 @@ __all__ = [
     "CONTINUE_HINT_PHRASE",
     "EMIT_REMINDER",
     "EMIT_RULE",
+    "EMIT_RULE_SHORT",
+    "SHORT_RULE_WINDOW",
     "LENGTH_HINT_OPENING",
     "LENGTH_HINT_TAIL",
+    "RESTATED_OPENING",
     "RULES",
     "RULE_DANGLING_JSON",
     "RULE_DANGLING_STATE",
@@ -50,6 +53,7 @@ __all__ = [
     "RULE_TRAILING_OBJECT",
     "RULE_TRUNCATED_OBJECT",
     "Extraction",
+    "emit_rule",
     "split",
 ]
 
@@ -71,6 +75,26 @@ EMIT_RULE = (
     '{"type": "set_current_location", "entity": "character-1", "location": "location-1"}]}\n'
     "```"
 )
+# The rule at small windows: the same fence, the same events in the same form,
+# the objects alone (the parser needs nothing else). The full rule costs 529
+# cl100k tokens, 13 % of the embedded 4,096-token window on every turn.
+EMIT_RULE_SHORT = (
+    "After the story, append one ```state block holding a JSON object whose events list records what "
+    "this turn made true (empty if nothing did), and write nothing after it. Values say how things stand "
+    "now. Each event is one of these objects; keys are short lower-case slugs, and create_entity comes "
+    "before any other event names something new:\n"
+    f"{vocabulary_for_prompt(compact=True)}"
+)
+# At or below this window the short rule is sent (the full one is 13 % of
+# 4,096 tokens and 6 % of 8,192; 3 % of 16,384, where its summaries are kept).
+SHORT_RULE_WINDOW = 8192
+
+
+def emit_rule(window_tokens: int | None) -> str:
+    """The protocol rule for a window: short where every token counts."""
+    return EMIT_RULE_SHORT if window_tokens and window_tokens <= SHORT_RULE_WINDOW else EMIT_RULE
+
+
 EMIT_REMINDER = (
     "[Reminder: once the story part is finished, append the ```state block; its events list "
     "holds what this turn established, and stays empty if nothing changed.]"
@@ -84,6 +108,9 @@ LENGTH_HINT_TAIL = "Bring the passage to a close well inside that limit."
 # The sentence of providers.base.CONTINUE_HINT a narrator parrots back; a copy,
 # not an import, so narrative never depends on providers (a test pins it).
 CONTINUE_HINT_PHRASE = "Write only the next passage of story text"
+# How the builder says the turn's input again, last (engine.context.builder.restated);
+# a copy for the same reason, held equal by a test.
+RESTATED_OPENING = "[Now:"
 
 # Rule ids, one per kind of removal, so an audit or a replay can say what came
 # out of a reply and why.
@@ -621,7 +648,7 @@ def _is_echoed_instruction(inner: str) -> bool:
     low = inner.lower().strip()
     return (
         "```" in low
-        or low.startswith(("reminder:", "continue the story"))
+        or low.startswith(("reminder:", "continue the story", RESTATED_OPENING[1:].lower()))
         or CONTINUE_HINT_PHRASE.lower() in low
         or _is_length_hint(inner)
         or ("state block" in low and "events list" in low)

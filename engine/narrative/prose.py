@@ -12,7 +12,8 @@ import re
 
 from .extract import split
 
-__all__ = ["cut_to_sentence", "ends_at_sentence", "first_person", "hold_rules", "outside_quotes", "second_person"]
+__all__ = ["cut_to_sentence", "ends_at_sentence", "first_person", "hold_rules", "named_things", "outside_quotes",
+           "second_person", "takes_up"]
 
 # A sentence end: . ! ? or … followed by any closing quotes or brackets, then
 # whitespace or the end of the text.
@@ -104,3 +105,66 @@ def hold_rules(prose: str) -> tuple[str, dict]:
     if closed:  # not one complete sentence to cut back to: marked as trailing off, and as cut
         kept = kept.rstrip(" ,;:—-") + "…"
     return kept, {"first_person_repaired": repaired, "tail": tail, "trailed_off": closed}
+
+
+# Words that name nothing: articles, pronouns, prepositions, conjunctions,
+# numbers and the commonest verbs of a player's line.
+_FUNCTION_WORDS = frozenset(
+    "a an the this that these those my your his her its our their some any every each no one two three four "
+    "five six seven eight nine ten times once twice i you he she it we they me him them us who whom whose what "
+    "which where when why how is are was were be been am do does did have has had will would can could shall "
+    "should may might must not and or but if then than so to of in on at by for with from into onto over under "
+    "up down out off about after before through across near toward towards again there here last next "
+    "begins begin starts start breaks comes arrives goes go get gets let lets make makes take takes steps "
+    "anyone someone anything something nothing everyone everything".split()
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
+_DETERMINERS = frozenset("a an the this that these those my your his her its our their some".split())
+
+
+def _stem(word: str) -> str:
+    """A plural's singular, near enough to match: wolves -> wolf, boxes -> box, trees -> tree."""
+    word = word.lower().replace("’", "'").removesuffix("'s")
+    if len(word) <= 3 or not word.endswith("s") or word.endswith("ss"):
+        return word
+    if word.endswith("ves"):
+        return word[:-3] + "f"
+    if word.endswith(("ches", "shes", "xes", "sses")):
+        return word[:-2]
+    return word[:-1]
+
+
+def named_things(line: str) -> list[str]:
+    """The things an input names, stemmed: the words of each phrase a
+    determiner opens ("the iron chest" -> iron, chest), or, when no phrase
+    has one, every word that is not a function word ("Snow begins to fall"
+    -> snow, fall). The first word of an action is its verb, never a thing."""
+    action = line.lstrip().startswith(">")
+    words = _WORD.findall(line.lstrip("> "))
+    if action and words and words[0].lower() in ("you", "i", "we"):
+        words = words[2:]  # the actor and the verb ("You say", "I climb")
+    # A direction's opening words are its subject ("Snow begins", "Fog rolls in").
+    found, opened = [], not action
+    for word in words:
+        low = word.lower()
+        if low in _DETERMINERS:
+            opened = True
+            continue
+        if low in _FUNCTION_WORDS:
+            opened = False
+            continue
+        if opened:
+            found.append(_stem(word))
+    if not found:
+        found = [_stem(w) for w in words if w.lower() not in _FUNCTION_WORDS and len(w) > 2]
+    return list(dict.fromkeys(found))
+
+
+def takes_up(reply: str, line: str) -> bool | None:
+    """Whether the reply names one of the things the input named (None when
+    it named none): a reply that ignores every one is worth asking again."""
+    wanted = named_things(line)
+    if not wanted:
+        return None
+    said = {_stem(w) for w in _WORD.findall(reply or "")}
+    return any(w in said for w in wanted)

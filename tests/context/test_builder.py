@@ -206,6 +206,7 @@ def test_a_ratio_below_one_is_not_used_to_grow_the_prompt():
     low = build(BRIEF, story(400), settings(), replace(window, token_ratio=0.8)).report["tokens"]
     assert low["estimate"] == plain["estimate"] and low["token_ratio"] == 1.0
 
+
 def _long_memories(n=5, words=50):
     return [{"text": f"Memory {i}: " + " ".join(f"Thing{i}x{j}" for j in range(words)) + ".",
              "authority": "accepted_story"} for i in range(n)]
@@ -235,3 +236,16 @@ def test_a_large_budget_takes_every_memory_and_the_whole_summary():
     assert all(f"Memory {i}:" in r["prompt"]["story"] for i in range(5))
     assert "Story summary:\nMara hid the key. Oswin left." in r["prompt"]["story"]
     assert not r["memories"]["dropped_for_budget"]
+
+
+def test_the_input_is_said_again_as_the_last_line_before_the_reply():
+    """Issue 30: with the state, the length hint and the reminder after it, a 135M
+    narrator took up the thing an input named in 1 reply of 19."""
+    inputs = Inputs(pending=Line("player", "> You light the lantern.", 10), state_text="STATE",
+                    reminder="[REMINDER]")
+    built = build(BRIEF, story(10), settings(), None, inputs)
+    assert built.story.endswith("[REMINDER]\n\n[Now: You light the lantern.]")
+    assert built.report["sections"][-1]["name"] == "input_restated"
+    direction = Inputs(pending=Line("direction", "A storm breaks.", 10))
+    assert build(BRIEF, story(10), settings(), None, direction).story.endswith("[Now: A storm breaks.]")
+    assert "[Now:" not in build(BRIEF, story(10), settings(), None, Inputs()).story  # Continue: nothing to restate

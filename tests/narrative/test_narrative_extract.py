@@ -439,3 +439,33 @@ def test_stacked_leftovers_cost_linear_time(unit):
     # Under 10 ms a busy machine's jitter is the size of the figure itself (a
     # 6.5 ms case once timed 20 ms at 200 KB); quadratic cost was 150 ms and up.
     assert large_time < 3.0 * max(small_time, 0.01)
+
+
+def test_the_restated_input_is_recognised_when_parroted():
+    from engine.context import builder
+
+    assert extract.RESTATED_OPENING == builder.RESTATED_OPENING
+    line = builder.restated(builder.Line("player", "> You light the lantern.", 3))
+    result = split("The gate shuts.\n" + line)
+    assert result.prose == "The gate shuts." and rules_of(result) == [extract.RULE_INSTRUCTION_TAIL]
+
+
+def test_the_short_rule_keeps_every_event_in_the_form_the_parser_reads():
+    from engine.context import tokens
+    from engine.narrative import apply, emit_rule
+    from engine.narrative.events import SPECS
+
+    short = extract.EMIT_RULE_SHORT
+    objects = [json.loads(line) for line in vocabulary_for_prompt(compact=True).splitlines()]
+    assert [o["type"] for o in objects] == list(SPECS) and vocabulary_for_prompt(compact=True) in short
+    assert "```state" in short and tokens.count(short) < tokens.count(EMIT_RULE) / 2  # 227 of 529
+    assert emit_rule(4096) == short and emit_rule(8192) == short
+    assert emit_rule(16384) == EMIT_RULE and emit_rule(None) == EMIT_RULE
+    # A reply written to the short rule is read and applied like one written to the full rule.
+    reply = ('The smith hands you the key.\n```state\n{"events": [{"type":"create_entity","entity":"thora",'
+             '"name":"Thora"},{"type":"create_entity","entity":"key","name":"Iron key"},'
+             '{"type":"set_possession","item":"key","owner":"thora"}]}\n```')
+    found = split(reply)
+    assert found.prose == "The smith hands you the key." and len(found.events) == 3
+    outcome = apply({}, found.events, source="narrator")
+    assert not outcome.rejected and len(outcome.accepted) == 3

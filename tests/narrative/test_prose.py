@@ -46,3 +46,27 @@ def test_a_cut_that_leaves_an_echoed_instruction_at_the_end_removes_it():
                               "preamble or any notes.]\nShe could only see what little bit they still knew")
     assert alone == "She could only see what little bit they still knew…" and rules["trailed_off"]
     assert count_leaks([(1, kept), (2, alone)])["leaking"] == 0
+
+
+@pytest.mark.parametrize("line, things", [
+    ("> You light the lantern and hold it up.", ["lantern"]),
+    ("> You search the fisherman's hut for a rope.", ["fisherman", "hut", "rope"]),
+    ("> I climb the bell tower.", ["bell", "tower"]),
+    ('> You say "Who rang the bell last night?"', ["bell"]),
+    ("A grey wolf steps out of the trees.", ["grey", "wolf", "tree"]),
+    ("Snow begins to fall.", ["snow"]),
+    ('> You say "Is anyone down here?"', []),
+])
+def test_the_things_an_input_names(line, things):
+    from engine.narrative import named_things
+
+    assert named_things(line) == things
+
+
+def test_a_reply_takes_up_an_input_when_it_names_one_of_its_things():
+    from engine.narrative import takes_up
+
+    assert takes_up("The wolves circle you in the snow.", "A grey wolf steps out of the trees.")
+    assert takes_up("You raise it; the lantern's glow spills over the quay.", "> You light the lantern.")
+    assert takes_up("Rain drums on the slate roofs.", "> You light the lantern.") is False
+    assert takes_up("Rain drums on the slate roofs.", '> You say "Is anyone down here?"') is None
