@@ -666,11 +666,12 @@ def _cause(best: dict | None, second: dict | None = None) -> str:
     ({"floor", "per_path"}) when the second stage judged the scene."""
     if best is None:
         return "not in the library (no passage matches the label)"
-    if second is not None and best["stage"] not in ("below_cut", "suppressed", "dropped", "admitted"):
+    if second is not None and best["stage"] not in ("below_cut", "over_cap", "suppressed", "dropped", "admitted"):
         if best.get("second") is None:
             return f"not among the second stage's candidates (each path's best {second['per_path']})"
         return "second stage: scored under its floor"
-    stage = {"below_cut": "admitted, then cut (under RELATIVE_CUT of the best)",
+    stage = {"below_cut": "admitted, then cut (under the relative cut of the best)",
+             "over_cap": "admitted, then past the admitted-count cap",
              "suppressed": "admitted, then suppressed as a near-repeat",
              "dropped": "admitted, then did not fit the budget",
              "admitted": "admitted, not shown"}.get(best["stage"])
@@ -739,6 +740,7 @@ def diagnose(camp, labels: Labels, window: int, frame: pd.DataFrame | None = Non
         bm25_rank = {pid: i + 1 for i, (pid, _) in enumerate(_pool(db, camp.id, found.words))}
         stage_of = {u["passage_id"]: "admitted" for u in used}
         stage_of.update({d["passage_id"]: "below_cut" for d in report.get("below_cut", [])})
+        stage_of.update({d["passage_id"]: "over_cap" for d in report.get("over_cap", [])})
         stage_of.update({d["passage_id"]: "suppressed" for d in report.get("suppressed", [])})
         stage_of.update({d["passage_id"]: "dropped" for d in report.get("dropped", [])})
         stage_of.update({u["passage_id"]: "used" for u in used})
@@ -749,7 +751,7 @@ def diagnose(camp, labels: Labels, window: int, frame: pd.DataFrame | None = Non
             facts.append({"pid": pid, "stage": stage_of.get(pid, ""), "sem_rank": rank, "cosine": cos,
                           "pool_rank": bm25_rank.get(pid), "lex_candidate": pid in lexical, "evidence": evidence,
                           "named": named, "heading": passages[pid][1], "second": second.get(pid)})
-        order = {"used": 0, "admitted": 1, "dropped": 2, "suppressed": 3, "below_cut": 4, "": 5}
+        order = {"used": 0, "admitted": 1, "dropped": 2, "suppressed": 3, "over_cap": 4, "below_cut": 5, "": 6}
         facts.sort(key=lambda f: (order[f["stage"]], -(f["second"] if f["second"] is not None else -1.0),
                                   -relevance(f["evidence"], f["cosine"])))
         best = facts[0] if facts else None
@@ -1098,3 +1100,205 @@ def plot_sizes(sizes: pd.DataFrame):
     ax.legend()
     fig.tight_layout()
     return fig
+
+
+# ---------------------------------------------------------------- the fused second stage (issue 25)
+FUSION_FEATURES = ("second", "cosine", "evidence_ratio")
+
+
+def _library_matrix(camp, model: str) -> tuple[list[int], np.ndarray]:
+    """(passage ids, unit second-stage vectors) of every live passage that has one."""
+    from engine.knowledge import stage_vectors
+
+    db = camp.knowledge.db
+    ids = sorted(_passages(camp))
+    with db.reading() as s:
+        hashes = dict(s.execute(text_sql(ids)).all())
+        vectors = stage_vectors.vectors_for(s, model, set(hashes.values()))
+    held = [pid for pid in ids if hashes.get(pid) in vectors]
+    if not held:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    return held, np.stack([vectors[hashes[pid]] for pid in held])
+
+
+def fusion_table(camp, labels: Labels, *, scan: int = 20, progress: bool = True) -> pd.DataFrame:
+    """Every candidate each scene could give the second stage, as the scene
+    is asked in this campaign: both first-stage paths' whole candidate lists
+    (the engine's caps) and the second model's own best `scan` passages of
+    the whole library, each with its place in each path (`lex_rank`,
+    `sem_rank`, `scan_rank`), the features the fused score reads (the second
+    model's score, MiniLM's cosine, lexical evidence over the scene's bar),
+    its framed cost in tokens, its class, and whether it is relevant. What
+    the fused model is fitted on and its constants swept on (`fusion_sweep`)."""
+    from engine.knowledge import retrieval
+    from engine.knowledge.budget import _cost
+    from engine.knowledge.classes import CLASS_WEIGHTS
+    from engine.knowledge.query import query_parts
+    from engine.knowledge.second_stage import STAGE_PARTS, evidence_feature
+    from engine.knowledge.vectors import unit
+
+    stage = _stage(camp)
+    if stage is None or not stage.needs_vectors:
+        return pd.DataFrame()
+    passages, embedder, db = _passages(camp), camp.workbench.embedder_or_none(), camp.knowledge.db
+    ids, matrix = _library_matrix(camp, stage.model_id)
+    if len(ids) < len(passages):  # the engine scans only a complete library; so does the table
+        scan = 0
+    saved = camp.workbench.settings.second_stage
+    camp.workbench.configure(second_stage="off")
+    rows = []
+    try:
+        for kind, scene in tqdm(_scenes(labels), desc="fusion table", disable=not progress, leave=False):
+            query = _asked(camp, scene["scene"])
+            found = retrieval._search(db, camp.id, query, embedder, None, frozenset(), [])
+            parts = query_parts(query)
+            q2 = unit(stage.embedder.embed(parts[:STAGE_PARTS]))
+            second = np.max(np.einsum("ij,kj->ik", matrix, q2), axis=1) if len(ids) else np.zeros(0)
+            order = np.argsort(-second, kind="stable")
+            scan_rank = {ids[j]: r + 1 for r, j in enumerate(order[:scan])}
+            second_of = dict(zip(ids, second.tolist(), strict=True))
+            lex = {pid: i + 1 for i, (pid, _) in enumerate(found.lexical)}
+            sem = {pid: i + 1 for i, (pid, _) in enumerate(found.sem.hits)}
+            wanted = list(dict.fromkeys([*lex, *sem, *scan_rank]))
+            cosine = retrieval._first_cosines(found, wanted)
+            required = found.weights.required if found.lexical else 0.0
+            with db.reading() as s:
+                loaded = retrieval._load(s, camp.id, wanted)
+            for pid in wanted:
+                r = loaded[pid]
+                rows.append({"kind": kind, "id": scene["id"], "passage_id": pid,
+                             "relevant": kind == "targeted" and is_relevant(scene, *passages[pid], labels.documents),
+                             "lex_rank": lex.get(pid), "sem_rank": sem.get(pid), "scan_rank": scan_rank.get(pid),
+                             "second": second_of.get(pid), "cosine": cosine.get(pid, 0.0),
+                             "evidence": found.strength.get(pid, 0.0), "required": required,
+                             "evidence_ratio": evidence_feature(found.strength.get(pid, 0.0), required),
+                             "cost": _cost(r), "class": r.classification,
+                             "weight": CLASS_WEIGHTS.get(r.classification, 1.0)})
+    finally:
+        camp.workbench.configure(second_stage=saved)
+    return pd.DataFrame(rows)
+
+
+def fit_fusion(table: pd.DataFrame, features: Sequence[str] = FUSION_FEATURES, *, c: float = 1.0) -> dict:
+    """A logistic regression of relevance on `features` over every candidate
+    of `table` (everyday scenes' candidates are all irrelevant): the fused
+    score's coefficients. Class weights balanced, because relevant
+    candidates are a few in a hundred."""
+    from sklearn.linear_model import LogisticRegression
+
+    rows = table[table.second.notna()]
+    model = LogisticRegression(C=c, class_weight="balanced", max_iter=1000)
+    model.fit(rows[list(features)].to_numpy(), rows.relevant.to_numpy())
+    return {"bias": float(model.intercept_[0]), **{f: float(w) for f, w in zip(features, model.coef_[0], strict=True)}}
+
+
+def fused(table: pd.DataFrame, coefficients: dict) -> pd.Series:
+    """The fused score of every candidate of `table` (the engine's formula)."""
+    from engine.knowledge.second_stage import Fusion
+
+    f = Fusion(coefficients["bias"], coefficients.get("second", 0.0), coefficients.get("cosine", 0.0),
+               coefficients.get("evidence_ratio", 0.0), 0.5, 0.0, 99)
+    return pd.Series([f.score(s, c, e) for s, c, e in zip(table.second.fillna(0.0), table.cosine,
+                                                          table.evidence_ratio, strict=True)], index=table.index)
+
+
+def knowledge_tokens(camp, windows: Sequence[int]) -> dict[int, int]:
+    """The retrieved passages' budget at each window, as a turn computes it."""
+    out = {}
+    for window in windows:
+        _window(camp, int(window))
+        out[int(window)] = int((camp.context("A quiet moment.")["knowledge"] or {})["budget"]["knowledge_tokens"])
+    return out
+
+
+def fusion_floors(table: pd.DataFrame, score: pd.Series, extra: Sequence[float] = (0.5, 0.6, 0.7, 0.8, 0.9)
+                  ) -> list[float]:
+    """Floors worth sweeping on the fused score: just above each of the
+    three best everyday scenes' best scores (where the count of everyday
+    scenes admitting changes), and a coarse grid."""
+    best = score.groupby([table.id, table.kind]).max()
+    off = sorted((v for (_, kind), v in best.items() if kind == "off_topic"), reverse=True)[:3]
+    return sorted({round(float(v) + 1e-3, 3) for v in off} | {float(x) for x in extra})
+
+
+def fusion_of(coefficients: dict, chosen):
+    """The engine's Fusion from fitted coefficients and a sweep's chosen row."""
+    from engine.knowledge.second_stage import Fusion
+
+    return Fusion(round(coefficients["bias"], 3), round(coefficients.get("second", 0.0), 3),
+                  round(coefficients.get("cosine", 0.0), 3), round(coefficients.get("evidence_ratio", 0.0), 3),
+                  float(chosen["floor"]), float(chosen["cut"]), int(chosen["cap"]))
+
+
+def _fill(costs: Sequence[int], classes: Sequence[str], knowledge_tokens: int) -> list[int]:
+    """The budget's greedy fill (engine.knowledge.budget.allot) on passages
+    already in rank order: Canon first, each class under its share, a
+    passage that does not fit skipped. Section headers are approximated by
+    one flat cost per class opened. Indexes of what fits."""
+    from engine.knowledge.budget import CLASS_SHARE, FILL_ORDER
+
+    keep, spent = [], 0
+    for cls in FILL_ORDER:
+        cap = min(knowledge_tokens - spent, int(knowledge_tokens * CLASS_SHARE[cls]))
+        used = 0
+        for i, (cost, c) in enumerate(zip(costs, classes, strict=True)):
+            if c != cls:
+                continue
+            cost = cost + (12 if not used else 0)
+            if used + cost <= cap:
+                keep.append(i)
+                used += cost
+        spent += used
+    return keep
+
+
+def fusion_sweep(table: pd.DataFrame, score: pd.Series, floors: Sequence[float], cuts: Sequence[float],
+                 caps: Sequence[int], paths: dict[str, dict] | None = None,
+                 knowledge_tokens: dict[int, int] | None = None, paraphrase: Sequence[str] = ()) -> pd.DataFrame:
+    """Hits, precision and everyday scenes admitting anything for each floor
+    on the fused `score`, relative cut, admitted-count cap and candidate set
+    (`paths`: name -> {"per_path", "scan"}), with the budget's own fill at
+    each window's knowledge tokens ({4096: 883, 16384: ...}); with
+    `paraphrase` ids, their hits too."""
+    paths = paths or {"40+40": {"per_path": 40, "scan": 0}}
+    knowledge_tokens = knowledge_tokens or {4096: 883}
+    base = table.assign(fused=score.to_numpy())
+    n_targeted = base[base.kind == "targeted"].id.nunique()
+    para = set(paraphrase)
+    scenes = []
+    for sid, g in base.groupby("id", sort=False):
+        g = g.assign(rank_score=g.fused * g.weight).sort_values("rank_score", ascending=False, kind="stable")
+        scenes.append((sid, g.kind.iloc[0] == "targeted", g.fused.to_numpy(), g.cost.to_numpy(), g["class"].tolist(),
+                       g.relevant.to_numpy(), g.lex_rank.fillna(999).to_numpy(), g.sem_rank.fillna(999).to_numpy(),
+                       g.scan_rank.fillna(999).to_numpy()))
+    out = []
+    for name, p in paths.items():
+        for floor, cut_, cap in ((f, c, k) for f in floors for c in cuts for k in caps):
+            row = {"paths": name, "per_path": p["per_path"], "scan": p.get("scan", 0), "floor": floor, "cut": cut_,
+                   "cap": cap}
+            tally = {w: [0, 0, 0, 0, 0] for w in knowledge_tokens}  # hits, shown, relevant, off admitting, para hits
+            for sid, targeted, fz, cost, cls, rel, lr, sr, cr in scenes:
+                inside = (lr <= p["per_path"]) | (sr <= p["per_path"]) | (cr <= p.get("scan", 0))
+                ok = inside & (fz >= floor)
+                if not ok.any():
+                    continue
+                ok &= fz >= cut_ * fz[ok].max()
+                idx = np.flatnonzero(ok)[:cap]
+                for w, k in knowledge_tokens.items():
+                    shown = idx[_fill(cost[idx].tolist(), [cls[i] for i in idx], k)]
+                    t = tally[w]
+                    if targeted:
+                        good = int(rel[shown].sum())
+                        t[0] += good > 0
+                        t[1] += len(shown)
+                        t[2] += good
+                        t[4] += good > 0 and sid in para
+                    else:
+                        t[3] += len(shown) > 0
+            for w, (hits, shown, good, off, phits) in tally.items():
+                row.update({f"hits_{w}": hits, f"hit_rate_{w}": round(hits / max(n_targeted, 1), 3),
+                            f"precision_{w}": round(good / shown, 3) if shown else 1.0, f"off_topic_{w}": off})
+                if para:
+                    row[f"paraphrase_hits_{w}"] = phits
+            out.append(row)
+    return pd.DataFrame(out)

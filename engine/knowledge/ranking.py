@@ -63,24 +63,28 @@ def normalise(items: Sequence[Retrieved]) -> list[Retrieved]:
     return out
 
 
-def normalise_second(items: Sequence[Retrieved]) -> list[Retrieved]:
-    """As `normalise`, with the second stage's score in the cosine's place."""
+def normalise_second(items: Sequence[Retrieved], scale: float | None = None) -> list[Retrieved]:
+    """As `normalise`, with the second stage's score in the cosine's place
+    and the evidence at `scale` (default SECOND_EVIDENCE_SCALE; 0 when the
+    second stage's score already fused it in)."""
+    scale = SECOND_EVIDENCE_SCALE if scale is None else scale
     out = []
     for r in items:
-        lex = SECOND_EVIDENCE_SCALE * max(r.evidence or 0.0, 0.0)
+        lex = scale * max(r.evidence or 0.0, 0.0)
         sem = max(r.second or 0.0, 0.0)
         weight = CLASS_WEIGHTS.get(r.classification, 1.0)
         out.append(r.with_(lexical=lex, semantic=sem, score=(lex + sem) * weight))
     return out
 
 
-def cut(ranked: Sequence[Retrieved], *, second: bool = False) -> tuple[list[Retrieved], list[Retrieved]]:
+def cut(ranked: Sequence[Retrieved], *, second: bool = False, share: float | None = None
+        ) -> tuple[list[Retrieved], list[Retrieved]]:
     """(kept, dropped): retrieved passages whose relevance is under
     RELATIVE_CUT of the best go; always-in-force ones are never cut. On
     relevance, not the class-weighted score: authority orders passages, it
     must not decide that a Reference passage as relevant as a Canon one is
     the weak tail."""
-    share = SECOND_CUT if second else RELATIVE_CUT
+    share = share if share is not None else SECOND_CUT if second else RELATIVE_CUT
     best = max((r.lexical + r.semantic for r in ranked if not r.always), default=0.0)
     weak = {id(r) for r in ranked if not r.always and r.lexical + r.semantic < share * best}
     return [r for r in ranked if id(r) not in weak], [r for r in ranked if id(r) in weak]

@@ -149,6 +149,7 @@ class _Semantic:
     scanned: int = 0
     hits: list[tuple[int, float]] = field(default_factory=list)  # best first
     matrix: Matrix | None = None
+    queries: list[np.ndarray] = field(default_factory=list)  # the scene's query vectors
 
     def vectors_of(self, ids: Iterable[int]) -> dict[int, np.ndarray]:
         if self.matrix is None:
@@ -184,6 +185,7 @@ def _semantic(session, db: Database, campaign_id: int, live: tuple[int, ...], pa
         out.note = f"Semantic retrieval is unavailable this turn ({type(exc).__name__}: {exc}); lexical only."
         return out
     out.used = True
+    out.queries = [np.asarray(v, dtype=np.float32) for v in vectors]
     for i in _best_first(scores, SEMANTIC_CANDIDATES + len(exclude)):
         pid = int(matrix.passage_ids[i])
         if pid in exclude:
@@ -215,11 +217,13 @@ class _Found:
     admitted_sem: set[int] = field(default_factory=set)
     loaded: dict[int, Retrieved] = field(default_factory=dict)
     second: Rescored | None = None  # the second stage's verdict, when one is configured
+    scan: list[int] = field(default_factory=list)  # the second model's own best of the whole library
 
     def candidates(self, per_path: int | None = None) -> list[int]:
-        """Both paths' candidates (each path's best `per_path`), lexical first, each once."""
+        """Every path's candidates (each first-stage path's best `per_path`,
+        then the second model's scan), lexical first, each once."""
         return list(dict.fromkeys([pid for pid, _ in self.lexical[:per_path]]
-                                  + [pid for pid, _ in self.sem.hits[:per_path]]))
+                                  + [pid for pid, _ in self.sem.hits[:per_path]] + self.scan))
 
     @property
     def staged(self) -> bool:
@@ -257,7 +261,7 @@ def _search(db: Database, campaign_id: int, query_text: str, embedder, query_vec
         found.admitted_lex = {pid for pid, _ in found.lexical if _lexically_admitted(found, pid)}
         found.admitted_sem = {pid for pid, cos in found.sem.hits if semantic_admits(cos, found.sem.floor)}
         if stage is not None:
-            _second(s, campaign_id, found, parts, stage)
+            _second(s, db, campaign_id, found, parts, stage, exclude)
             if found.staged:
                 return found
         wanted = found.admitted_lex | found.admitted_sem | set(found.always)
@@ -265,14 +269,45 @@ def _search(db: Database, campaign_id: int, query_text: str, embedder, query_vec
     return found
 
 
-def _second(session, campaign_id: int, found: _Found, parts: list[str], stage) -> None:
-    """Score both paths' candidates with the second stage; when it judged
-    them, its floor alone admits (see `second_stage`)."""
+def _first_cosines(found: _Found, ids: Iterable[int]) -> dict[int, float]:
+    """The first model's cosine of each passage (its best against any part
+    of the scene), for candidates whichever path found them."""
+    if not found.sem.used or not found.sem.queries:
+        return {}
+    out = {}
+    for pid, v in found.sem.vectors_of(ids).items():
+        out[pid] = max(float(v @ q) / max(float(np.linalg.norm(q)), 1e-12) for q in found.sem.queries)
+    return out
+
+
+def _features(found: _Found, ids: Sequence[int]) -> dict[int, tuple[float, float]]:
+    """What the fused second stage reads beside its own score: the first
+    model's cosine and the lexical evidence over the scene's bar."""
+    cosine = _first_cosines(found, ids)
+    required = found.weights.required if found.lexical else 0.0
+    return {pid: (cosine.get(pid, 0.0), stages.evidence_feature(found.strength.get(pid, 0.0), required))
+            for pid in ids}
+
+
+def _second(session, db: Database, campaign_id: int, found: _Found, parts: list[str], stage,
+            exclude: Collection[int] = frozenset()) -> None:
+    """Score every path's candidates with the second stage; when it judged
+    them, its floor alone admits (see `second_stage`). A stage with stored
+    vectors adds its own best of the whole library as a third path, once
+    they are all computed."""
+    if getattr(stage, "needs_vectors", False) and stages.SCAN_CANDIDATES and parts:
+        try:
+            found.scan = stage.scan(session, db, campaign_id, found.library.live, parts[:stages.STAGE_PARTS],
+                                    stages.SCAN_CANDIDATES, frozenset(exclude))
+        except Exception:  # rescore below meets the same failure and says it in the report
+            found.scan = []
     candidates = found.candidates(stages.STAGE_CANDIDATES)
     pool = _load(session, campaign_id, set(candidates) | set(found.always))
     ranked = [pool[pid] for pid in candidates if pid in pool]
     found.second = rescore(stage, session, parts, [(r.passage_id, r.content_hash, index_line(r.heading, r.text))
-                                                   for r in ranked])
+                                                   for r in ranked],
+                           first_model=found.sem.model if found.sem.used else None,
+                           features=_features(found, [r.passage_id for r in ranked]))
     if not found.staged:
         return
     floor = found.second.floor
@@ -344,7 +379,7 @@ def _facts(found: _Found, query_text: str) -> dict:
         "embedding_model": sem.model, "semantic_floor": sem.floor if sem.floor is not None else 0.0,
         "semantic_calibrated": sem.floor is not None, "semantic_used": sem.used, "semantic_note": sem.note,
         "semantic_scanned": sem.scanned, "scan_truncated": sem.truncated,
-        **_second_facts(found.second),
+        **_second_facts(found.second), "second_stage_scan": len(found.scan),
         "knowledge_share": KNOWLEDGE_SHARE, "always_share": ALWAYS_SHARE,
     }
 
@@ -354,8 +389,14 @@ def _second_facts(second: Rescored | None) -> dict:
     if second is None:
         return {"second_stage": "", "second_stage_used": False,
                 "second_stage_note": "No second stage is configured: the first stage alone judged."}
+    fusion = second.fusion
     return {"second_stage": second.model, "second_stage_used": second.used, "second_stage_floor": second.floor,
-            "second_stage_note": second.note, "second_stage_scored": len(second.scores)}
+            "second_stage_note": second.note, "second_stage_scored": len(second.scores),
+            "second_stage_fused": fusion is not None,
+            **({"second_stage_fusion": {"bias": fusion.bias, "second": fusion.second, "cosine": fusion.cosine,
+                                        "evidence": fusion.evidence, "floor": fusion.floor, "cut": fusion.cut,
+                                        "cap": fusion.cap},
+                "second_stage_raw": {str(pid): round(v, 4) for pid, v in second.raw.items()}} if fusion else {})}
 
 
 def retrieve(db: Database, campaign_id: int, query_text: str, *, embedder, budget_tokens: int,
@@ -387,7 +428,12 @@ def retrieve(db: Database, campaign_id: int, query_text: str, *, embedder, budge
         from . import stage_vectors
 
         stage_vectors.start(db, campaign_id, second_stage.embedder, progress=False)
-    if found.staged:
+    over_cap: list[Retrieved] = []
+    if found.staged and found.second.fusion is not None:
+        fusion = found.second.fusion
+        strong, weak = cut(rank(normalise_second(_scored(found), scale=0.0)), share=fusion.cut)
+        strong, over_cap = _capped(strong, fusion.cap)
+    elif found.staged:
         strong, weak = cut(rank(normalise_second(_scored(found))), second=True)
     else:
         strong, weak = cut(rank(normalise(_scored(found))))
@@ -396,9 +442,23 @@ def retrieve(db: Database, campaign_id: int, query_text: str, *, embedder, budge
     whole = context_tokens if context_tokens is not None else budget_tokens
     allotment = allot(kept, knowledge_tokens=int(max(0, budget_tokens) * KNOWLEDGE_SHARE),
                       always_tokens=int(max(0, whole) * ALWAYS_SHARE))
-    facts = {**_facts(found, query_text), "below_cut": [p.record() for p in weak], "cards_fired": list(lore_facts)}
+    facts = {**_facts(found, query_text), "below_cut": [p.record() for p in weak],
+             "over_cap": [p.record() for p in over_cap], "cards_fired": list(lore_facts)}
     return _assemble(tuple(kept), tuple(suppressed), allotment, found.library.enabled > 0 or bool(lore),
                      found.library.hidden, facts)
+
+
+def _capped(ranked: Sequence[Retrieved], cap: int) -> tuple[list[Retrieved], list[Retrieved]]:
+    """(kept, over the cap): at most `cap` retrieved passages, best first;
+    always-in-force ones are not counted."""
+    kept, over, n = [], [], 0
+    for r in ranked:
+        if r.always or n < cap:
+            kept.append(r)
+            n += not r.always
+        else:
+            over.append(r)
+    return kept, over
 
 
 def _scored(found: _Found) -> list[Retrieved]:
@@ -408,8 +468,8 @@ def _scored(found: _Found) -> list[Retrieved]:
     out = []
     for pid, r in found.loaded.items():
         by_lex, by_sem = pid in found.admitted_lex, pid in found.admitted_sem
-        if found.staged:  # admitted by the second stage: say which path found it
-            by_lex, by_sem = pid in bm25, pid in cos
+        if found.staged:  # admitted by the second stage: say which path found it (its scan is by meaning)
+            by_lex, by_sem = pid in bm25, pid in cos or pid in found.scan
         admitted_by = "both" if by_lex and by_sem else "lexical" if by_lex else "semantic" if by_sem else ""
         matched = tuple(sorted(found.words[i] for i in found.evidence.get(pid, ()))) if by_lex else ()
         out.append(replace(r, always=pid in always, admitted_by=admitted_by, bm25=bm25.get(pid),
@@ -464,6 +524,7 @@ def _summary(r: dict) -> str:
     text = fired + (f"{len(found)} passage(s) used ({kinds})" if found else "No passage used") + (
         f" of {r['generated']} candidate(s) searched; {r['rejected']} had no evidence"
         f", {len(r.get('below_cut', []))} scored far below the best"
+        + (f", {len(r['over_cap'])} were past the admitted-count cap" if r.get("over_cap") else "") +
         f", {len(r['suppressed'])} repeated a better one, {len(r['dropped'])} did not fit the budget. "
         f"Retrieved text cost {r['spent']} of {r['budget']['knowledge_tokens']} tokens; the framing and "
         f"always-in-force Canon {r['protected_tokens']}."

@@ -23,7 +23,8 @@ mixed in one ranking.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -33,18 +34,21 @@ from . import stage_vectors
 from .calibration import calibrated_models, floor_for
 from .vectors import unit
 
-__all__ = ["KINDS", "STAGE_CANDIDATES", "STAGE_PARTS", "RerankStage", "Rescored", "VectorStage", "relevance", "rescore", "stage_for",
-           "start_background", "uncalibrated_stage_note"]
+__all__ = ["EVIDENCE_CLIP", "FUSIONS", "KINDS", "SCAN_CANDIDATES", "STAGE_CANDIDATES", "STAGE_PARTS", "Fusion", "RerankStage", "Rescored",
+           "VectorStage", "evidence_feature", "fusion_for", "relevance", "rescore", "stage_for", "start_background",
+           "uncalibrated_stage_note"]
 
 KINDS = ("auto", "embedded", "endpoint", "rerank", "off")
 # Candidates the second model judges: each path's best this many (the
 # lexical path's after its rarity re-sort, the semantic path's by cosine),
-# so at most twice this many per turn. Chosen on the tuning half of the
-# retrieval evaluation (notebooks/retrieval_eval.ipynb, "Second-stage
-# constants"; evidence/retrieval_eval.json): at the calibrated floor, 5 per
-# path found 33 of 54 tuning scenes at 4,096 and 10 per path 32, with no
-# everyday scene admitting either way (more candidates, more near misses).
-STAGE_CANDIDATES = 5
+# so at most twice this many per turn. Their vectors are stored, so judging
+# more costs little more than a dot product each. Chosen on the tuning half
+# (notebooks/retrieval_eval.ipynb, "Second-stage constants";
+# evidence/retrieval_eval.json, stage_sweep): 10 and 40 per path found the
+# same tuning scenes at every floor, cut and cap swept (32 of 54 at 4,096 at
+# the chosen ones), so the cheaper; 5 per path, with the plain mpnet score,
+# had left 10 held-out misses never judged at all.
+STAGE_CANDIDATES = 10
 # The query parts (paragraphs, newest first; see query.query_parts) the
 # second model reads. A one-line scene is one part; in play the reader's line
 # and the state come first. Each part is one more query to embed (mpnet: tens
@@ -52,6 +56,75 @@ STAGE_CANDIDATES = 5
 # turn's 150 ms: a cost bound, not a measured optimum (the evaluation's scenes
 # in play were not re-run with other values).
 STAGE_PARTS = 2
+# The second model's own candidates: its best this many of the whole live
+# library, once every live passage has its vector (see `VectorStage.scan`);
+# 0 turns the path off. Off by default, measured: on the tuning half it
+# added a relevant candidate for 1 of 54 scenes beside the 40 per path and
+# changed no scene's hit at any floor, cut or cap swept.
+SCAN_CANDIDATES = 0
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """A small relevance model over one pair of models: the second model's
+    score, the first model's cosine and the lexical evidence (over the
+    scene's own bar) combined by a logistic regression fitted on the tuning
+    half of the retrieval evaluation, with its own floor (on the fused
+    probability), relative cut to the best and admitted-count cap.
+
+    Why fused: on its own the second model's cosine orders the candidates
+    well but cannot tell an everyday scene from a targeted one at a floor
+    that keeps paraphrases; the lexical evidence is what says "this passage
+    names what the scene names". Each constant is fitted on one pair of
+    models and means nothing for another, so a pair without one uses the
+    second model's plain score and its calibrated floor."""
+
+    bias: float
+    second: float
+    cosine: float
+    evidence: float
+    floor: float
+    cut: float
+    cap: int
+
+    def score(self, second: float, cosine: float, evidence: float) -> float:
+        z = self.bias + self.second * second + self.cosine * cosine + self.evidence * evidence
+        return 1.0 / (1.0 + math.exp(-z))
+
+
+# The lexical feature is the candidate's evidence over what the scene asks
+# (admission.Weights.required), clipped: past twice the bar more shared rare
+# words say no more about relevance (a stat block naming every word of a
+# long scene), and unclipped ratios let one feature swamp the fit.
+EVIDENCE_CLIP = 2.0
+
+
+def evidence_feature(evidence: float, required: float) -> float:
+    """Lexical evidence on the fused model's scale (0 without a lexical bar)."""
+    if required <= 0 or evidence <= 0:
+        return 0.0
+    return min(evidence / required, EVIDENCE_CLIP)
+
+
+# (first model, second model) -> its fused relevance model; filled from the
+# tuning half of notebooks/retrieval_eval.ipynb ("Second-stage constants").
+# MiniLM then all-mpnet-base-v2: a logistic regression (balanced classes)
+# over every tuning-half candidate (95 scenes of the novel, the wiki and The
+# Time Machine; each path's 40 and the scan), then the floor, cut and cap by
+# the sweep's rule (`experiments.retrieval_eval.choose`: at most one of the
+# 41 everyday tuning scenes admitting at 4,096, then the most hits, then
+# precision): floor 0.731 (32 hits, 1 everyday; 0.817: 31 hits, 0
+# everyday), cut 0.9, cap 3 (cap 2: 30 hits). On the tuning half the fused
+# score put a relevant passage first for 31 of 54 scenes (mpnet alone 26,
+# MiniLM 22, the lexical evidence 29) and within three for 42 (35, 35, 37).
+FUSIONS: dict[tuple[str, str], Fusion] = {
+    ("sentence-transformers/all-MiniLM-L6-v2", "sentence-transformers/all-mpnet-base-v2"):
+        Fusion(bias=-4.978, second=9.197, cosine=1.985, evidence=4.084, floor=0.731, cut=0.9, cap=3),
+}
+
+
+def fusion_for(first_model: str | None, second_model: str) -> Fusion | None:
+    return FUSIONS.get((first_model or "", second_model))
 
 
 @dataclass
@@ -65,6 +138,8 @@ class Rescored:
     scores: dict[int, float] = field(default_factory=dict)  # passage id -> score
     ready: int = 0  # candidates that had what the model needs
     candidates: int = 0
+    fusion: Fusion | None = None  # when set, `scores` are fused and `raw` the model's own
+    raw: dict[int, float] = field(default_factory=dict)
 
 
 class VectorStage:
@@ -77,6 +152,27 @@ class VectorStage:
         self.model_id = embedder.model_id
         self.background = background
 
+    def query(self, parts: Sequence[str]) -> np.ndarray:
+        """The scene's query vectors (one per part), embedded once per turn."""
+        key = tuple(parts)
+        last = getattr(self, "_last", None)
+        if last is None or last[0] != key:  # the scan and the scoring of one turn share it
+            last = (key, unit(self.embedder.embed(list(parts))))
+            self._last = last
+        return last[1]
+
+    def scan(self, session, db, campaign_id: int, live_sources, parts: Sequence[str], k: int,
+             exclude=frozenset()) -> list[int]:
+        """The second model's own best `k` passages of the whole live library
+        (a third candidate path), or [] while its vectors are incomplete."""
+        held = stage_vectors.library_matrix(session, db, campaign_id, self.model_id, live_sources)
+        if held is None or k <= 0:
+            return []
+        ids, matrix = held
+        scores = np.max(np.einsum("ij,kj->ik", matrix, self.query(parts)), axis=1)
+        top = np.argsort(-scores, kind="stable")[:k + len(exclude)]
+        return [int(ids[i]) for i in top if int(ids[i]) not in exclude][:k]
+
     def score(self, session, parts: Sequence[str], candidates: Sequence[tuple[int, str, str]], out: Rescored) -> None:
         """Cosine of each candidate's stored vector with the best query part."""
         vectors = stage_vectors.vectors_for(session, self.model_id, [h for _, h, _ in candidates])
@@ -86,7 +182,7 @@ class VectorStage:
             out.note = (f"The second stage ({self.model_id}) is still computing passage vectors ({done} of "
                         f"{total} passages ready); this turn used the first stage alone.")
             return
-        query = unit(self.embedder.embed(list(parts)))
+        query = self.query(parts)
         matrix = np.stack([vectors[h] for _, h, _ in candidates])
         best = np.max(np.einsum("ij,kj->ik", matrix, query), axis=1)
         out.scores = {pid: float(s) for (pid, _, _), s in zip(candidates, best, strict=True)}
@@ -125,11 +221,16 @@ def uncalibrated_stage_note(model_id: str) -> str:
             "Measure one with notebooks/calibrate.ipynb.")
 
 
-def rescore(stage, session, parts: Sequence[str], candidates: Sequence[tuple[int, str, str]]) -> Rescored:
+def rescore(stage, session, parts: Sequence[str], candidates: Sequence[tuple[int, str, str]], *,
+            first_model: str | None = None, features: Mapping[int, tuple[float, float]] | None = None) -> Rescored:
     """Score `candidates` ((passage id, content hash, embedded line)) for the
-    scene's `parts`. Never raises: a failure is a note, and the turn keeps
-    the first stage."""
-    out = Rescored(model=stage.model_id, floor=floor_for(stage.model_id), candidates=len(candidates))
+    scene's `parts`. With a fused model for (`first_model`, this stage's
+    model) and `features` ({passage id: (first cosine, evidence feature)}),
+    the scores are fused (see `Fusion`) and admission uses its floor.
+    Never raises: a failure is a note, and the turn keeps the first stage."""
+    fusion = fusion_for(first_model, stage.model_id) if features is not None else None
+    out = Rescored(model=stage.model_id, floor=fusion.floor if fusion else floor_for(stage.model_id),
+                   candidates=len(candidates), fusion=fusion)
     if out.floor is None:
         out.note = uncalibrated_stage_note(stage.model_id)
         return out
@@ -142,6 +243,9 @@ def rescore(stage, session, parts: Sequence[str], candidates: Sequence[tuple[int
         out.used, out.scores = False, {}
         out.note = (f"The second stage ({stage.model_id}) failed this turn ({type(exc).__name__}: {exc}); "
                     "the first stage was used alone.")
+    if out.used and fusion is not None:
+        out.raw = dict(out.scores)
+        out.scores = {pid: fusion.score(s, *features.get(pid, (0.0, 0.0))) for pid, s in out.raw.items()}
     return out
 
 

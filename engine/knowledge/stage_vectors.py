@@ -30,7 +30,8 @@ from .chunking import index_line
 from .embedding import EmbeddingPass
 from .vectors import pack, unit, unpack
 
-__all__ = ["BATCH", "StagePass", "catch_up", "coverage", "last_error", "prune", "running", "start", "vectors_for", "wait"]
+__all__ = ["BATCH", "StagePass", "catch_up", "coverage", "last_error", "library_matrix", "prune", "running", "start",
+           "vectors_for", "wait"]
 
 # Passages per embedding call and per commit: at ~1 passage a second a batch
 # of 16 is committed every 10-20 s, so little is lost to a stop.
@@ -140,6 +141,46 @@ def vectors_for(session, model: str, hashes) -> dict[str, np.ndarray]:
     keys = list(out)
     matrix = unit(np.stack([out[k] for k in keys]))
     return dict(zip(keys, matrix, strict=True))
+
+
+_matrices: dict[tuple, tuple[tuple, tuple[np.ndarray, np.ndarray] | None]] = {}
+
+
+def _signature(session, live_sources: tuple[int, ...], model: str) -> tuple:
+    """What the library matrix depends on: the live sources, their passages
+    (count and newest id) and the newest vector of the model. Two indexed
+    aggregates, ~1 ms for 4,000 passages."""
+    n, newest = session.execute(select(func.count(), func.max(KnowledgePassageRow.id)).where(
+        KnowledgePassageRow.source_id.in_(live_sources))).one()
+    vec = session.scalar(select(func.max(KnowledgeStageVectorRow.id)).where(KnowledgeStageVectorRow.model == model))
+    return live_sources, int(n or 0), int(newest or 0), int(vec or 0)
+
+
+def library_matrix(session, db: Database, campaign_id: int, model: str, live_sources
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
+    """(passage ids, unit vectors) of every live passage of the campaign, or
+    None while some passage has no vector of `model` yet: the second
+    model's own candidate path scans the whole library (4,000 x 768 floats
+    score in about a millisecond), but only a complete one. Kept in memory
+    per file, campaign and model until the library or the vectors change."""
+    live_sources = tuple(sorted(int(i) for i in live_sources))
+    key = _key(db, campaign_id, model)
+    signature = _signature(session, live_sources, model)
+    held = _matrices.get(key)
+    if held is not None and held[0] == signature:
+        return held[1]
+    done, total = coverage(session, campaign_id, model)
+    value = None
+    if total and done >= total:
+        rows = session.execute(select(KnowledgePassageRow.id, KnowledgePassageRow.content_hash).where(
+            KnowledgePassageRow.source_id.in_(live_sources)).order_by(KnowledgePassageRow.id)).all()
+        vectors = vectors_for(session, model, [h for _, h in rows])
+        rows = [(pid, h) for pid, h in rows if h in vectors]
+        if rows:
+            value = (np.array([pid for pid, _ in rows], dtype=np.int64),
+                     np.ascontiguousarray(np.stack([vectors[h] for _, h in rows]), dtype=np.float32))
+    _matrices[key] = (signature, value)
+    return value
 
 
 def prune(db: Database) -> int:

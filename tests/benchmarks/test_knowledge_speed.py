@@ -208,7 +208,37 @@ def test_retrieval_with_the_second_stage_over_4000_passages(benchmark, big_libra
         return retrieve(db, campaign, SCENE, embedder=embedder, budget_tokens=8000, second_stage=stage)
 
     sel = benchmark.pedantic(turn, rounds=20, iterations=1, warmup_rounds=2)
-    assert sel.report["second_stage_used"] and sel.report["semantic_scanned"] == min(total, 4000)
+    r = sel.report
+    assert r["second_stage_used"] and r["semantic_scanned"] == min(total, 4000)
+    # the defaults: the fused score over each path's whole candidate list (40 + 40, fewer where they overlap)
+    assert r["second_stage_fused"] and r["second_stage_scored"] > 40
+    benchmark.extra_info.update(candidates_scored=r["second_stage_scored"])
+
+
+@pytest.mark.realmodel
+def test_retrieval_with_the_second_models_scan_over_4000_passages(benchmark, big_library, monkeypatch):
+    """Recorded, not a target (the scan is off by default): the same turn
+    with the second model also scanning every passage's stored vector for
+    its own best ten (4,000 x 768 floats, held in memory between turns)."""
+    from engine.knowledge import calibration, stage_for, stage_vectors
+    from engine.knowledge import second_stage as stages
+    from engine.knowledge.calibration import calibration_key
+    from engine.providers.embedders import MPNET_ID
+    from engine.settings import Settings
+
+    db, campaign, embedder, _, total = big_library
+    if calibration.floor_for(MPNET_ID) is None:
+        monkeypatch.setitem(calibration.registry(), calibration_key(MPNET_ID), {"floor": 0.3})
+    stage_vectors.catch_up(db, campaign, RandomMPNet(), progress=False)
+    monkeypatch.setattr(stages, "SCAN_CANDIDATES", 10)
+    stage = stage_for(Settings(), MINILM_ID)
+    stage.embedder.embed(["warm the model"])
+
+    def turn():
+        return retrieve(db, campaign, SCENE, embedder=embedder, budget_tokens=8000, second_stage=stage)
+
+    sel = benchmark.pedantic(turn, rounds=20, iterations=1, warmup_rounds=2)
+    assert sel.report["second_stage_used"] and sel.report["second_stage_scan"] == 10
 
 
 @pytest.mark.realmodel

@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import ABBEY, CRYPT_SCENE, OSSUARY, SHIP, TAVERN, TIDE_SCENE, new_campaign
+from conftest import ABBEY, CRYPT_SCENE, OSSUARY, SHIP, SURGERY, TAVERN, TIDE_SCENE, new_campaign
 from knowledge_doubles import TopicEmbedder
 from stage_server import StageServer
 
@@ -307,3 +307,74 @@ def test_a_workbench_computes_the_vectors_after_import_and_its_turns_use_them(tm
         finally:
             calibration.registry().pop("server-topic", None)
             wb.close()
+
+
+# ---------------------------------------------------------------- the fused score, the cap and the scan
+@pytest.fixture
+def fused_pair(monkeypatch):
+    """A fused model for (the topic double, the second double): the numbers are
+    the test's own, only the arithmetic is the engine's."""
+    from engine.knowledge import second_stage as stages
+
+    def register(**kw):
+        fusion = stages.Fusion(**{"bias": -6.0, "second": 6.0, "cosine": 2.0, "evidence": 1.0, "floor": 0.3,
+                                  "cut": 0.0, "cap": 3, **kw})
+        monkeypatch.setitem(stages.FUSIONS, (TopicEmbedder.model_id, "test-second"), fusion)
+        return fusion
+    return register
+
+
+def test_the_fused_score_admits_orders_and_caps(db, campaign, topic, calibrated, second, fused_pair):
+    from engine.knowledge.second_stage import evidence_feature
+
+    fusion = fused_pair(cap=1)
+    lib = staged(db, campaign, topic, VectorStage(second))
+    lib.embed_second_stage()
+    r = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET).report
+    assert r["second_stage_used"] and r["second_stage_fused"] and r["second_stage_floor"] == fusion.floor
+    used = [u for u in r["used"] if u["passage_id"] > 0]
+    assert [u["filename"] for u in used] == ["abbey.md"]  # the cap of one: the ossuary waits past it
+    assert [o["filename"] for o in r["over_cap"]] == ["ossuary.md"] and "admitted-count cap" in r["summary"]
+    for u in used:  # each admitted passage's score is the fused model's, from its recorded inputs
+        raw = r["second_stage_raw"][str(u["passage_id"])]
+        expected = fusion.score(raw, u["cosine"], evidence_feature(u["evidence"] or 0.0, r["lexical_required"]))
+        assert u["second"] == pytest.approx(expected, abs=2e-3) and u["second"] >= fusion.floor
+
+    fused_pair(floor=0.999)  # the fused floor decides, whatever the second model's own floor says
+    strict = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET).report
+    assert strict["second_stage_used"] and not [u for u in strict["used"] if u["passage_id"] > 0]
+    assert max(strict["second_stage_raw"].values()) >= SECOND_FLOOR  # the plain score would have admitted
+
+
+def test_a_pair_without_a_fused_model_uses_the_plain_score_and_floor(db, campaign, topic, calibrated, second):
+    lib = staged(db, campaign, topic, VectorStage(second))
+    lib.embed_second_stage()
+    r = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET).report
+    assert r["second_stage_used"] and not r["second_stage_fused"] and r["second_stage_floor"] == SECOND_FLOOR
+    assert "second_stage_raw" not in r and r["over_cap"] == []
+
+
+def test_the_second_model_scans_the_whole_library_once_its_vectors_are_complete(
+        db, campaign, topic, calibrated, second, monkeypatch):
+    from engine.knowledge import second_stage as stages
+
+    monkeypatch.setattr(stages, "STAGE_CANDIDATES", 1)  # each first-stage path offers its best one only
+    lib = staged(db, campaign, topic, VectorStage(second))
+    lib.embed_second_stage()
+    monkeypatch.setattr(stages, "SCAN_CANDIDATES", 0)
+    narrow = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
+    assert narrow.report["second_stage_scan"] == 0 and narrow.report["second_stage_scored"] == 1
+    assert "ossuary.md" not in [u["filename"] for u in narrow.report["used"] + narrow.report["suppressed"]]
+
+    monkeypatch.setattr(stages, "SCAN_CANDIDATES", 2)
+    wide = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
+    assert wide.report["second_stage_scan"] == 2 and wide.report["second_stage_used"]
+    judged = {u["filename"]: u for u in wide.report["used"] + wide.report["suppressed"]}
+    assert judged["ossuary.md"]["found_by"] == "semantic"  # found by the second model's scan alone
+    assert judged["ossuary.md"]["second"] >= SECOND_FLOOR
+
+    lib.add("surgery.md", SURGERY)  # a passage without its vector: no scan until it has one
+    half = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
+    assert half.report["second_stage_scan"] == 0
+    lib.embed_second_stage()
+    assert lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET).report["second_stage_scan"] == 2
