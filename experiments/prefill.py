@@ -8,6 +8,7 @@ narrator's worker process reads that prefix off the model and reports it in
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -88,7 +89,8 @@ def floor_step(*, model_path: str | None = None, n_ctx: int = 4096, nodes: int =
             rows.append({"model": narrator.path.name, "cache_reuse": reuse, "prompt_tokens": usage["prompt_tokens"],
                          "cached_tokens": usage["cached_tokens"], "moved_tokens": usage["moved_tokens"],
                          "processed_tokens": usage["processed_tokens"],
-                         "ttft_ms": round(measured.prefill_s * 1000, 1), "threads": narrator.worker.spec.threads})
+                         "ttft_ms": round(measured.prefill_s * 1000, 1), "threads": narrator.worker.spec.threads,
+                         "load_average": round(os.getloadavg()[0], 2)})
     return pd.DataFrame(rows)
 
 
@@ -106,7 +108,7 @@ def _main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     frame = floor_step(model_path=args.model, n_ctx=args.n_ctx, nodes=args.nodes, drop=args.drop,
                        repeats=args.repeats)
-    print(frame.groupby("cache_reuse")[["prompt_tokens", "moved_tokens", "processed_tokens", "ttft_ms"]]
+    print(frame.groupby("cache_reuse")[["prompt_tokens", "moved_tokens", "processed_tokens", "ttft_ms", "load_average"]]
           .median().to_string())
 
 

@@ -60,6 +60,9 @@ STOP_GRACE_SECONDS = 10.0
 REUSE_CHUNK = 64
 # The story's requests; every other slot name is derived work (memory, summary).
 STORY_SLOT = "story"
+# Sampling settings a request may carry beyond temperature and repeat penalty,
+# passed to llama.cpp as given (absent or None: llama-cpp-python's own default).
+SAMPLING_FIELDS = ("min_p", "top_p", "top_k", "presence_penalty", "frequency_penalty")
 
 
 class WorkerCrashed(Exception):
@@ -335,6 +338,7 @@ def _generate(conn, llama, spec: dict, slots: Slots | None = None) -> None:
     stream = llama.create_chat_completion(
         messages=messages, max_tokens=spec["max_tokens"], temperature=spec["temperature"],
         repeat_penalty=spec["repeat_penalty"], stream=True, seed=spec.get("seed"),
+        **{k: spec[k] for k in SAMPLING_FIELDS if spec.get(k) is not None},
     )
     stopped = False
     for chunk in stream:
