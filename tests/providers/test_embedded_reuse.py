@@ -142,3 +142,39 @@ def test_the_setting_turns_reuse_off_and_on_for_the_embedded_narrator(tmp_path):
     assert wb.narrator.cache_reuse is False
     wb.close()
     assert Workbench.open(tmp_path / "reuse.db").narrator.cache_reuse is False
+
+
+class _Collected:
+    """The parent's end of the worker's pipe, kept in a list (nothing is ever asked to stop)."""
+
+    def __init__(self):
+        self.sent = []
+
+    def send(self, message):
+        self.sent.append(message)
+
+    def poll(self):
+        return False
+
+    def text(self) -> str:
+        return "".join(m[1] for m in self.sent if m[0] == "text")
+
+
+def _sampled(llama, **sampling) -> str:
+    from engine.providers.worker import _generate
+
+    conn = _Collected()
+    spec = {"messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": _story(NODES[:2], "wait")}],
+            "max_tokens": 16, "repeat_penalty": 1.0, "cache_reuse": 0, **sampling}
+    _generate(conn, llama, spec)
+    return conn.text()
+
+
+def test_a_requests_sampling_fields_reach_llama_cpp(llama):
+    """top_k=1 makes even a hot temperature greedy, so a request that carries
+    it must tell the temperature-0 story whatever the seed; without it two
+    seeds at that temperature go different ways (the control)."""
+    greedy = _sampled(llama, temperature=0.0, seed=1)
+    hot = [_sampled(llama, temperature=2.0, seed=s) for s in (1, 2, 3)]
+    assert len(set(hot)) > 1, "the control: a hot temperature should vary with the seed"
+    assert all(_sampled(llama, temperature=2.0, seed=s, top_k=1) == greedy for s in (1, 2, 3))
