@@ -242,7 +242,14 @@ def _capitalised(text: str) -> str:
 
 
 def _extractive(texts: Sequence[str], max_words: int, name: str, corpus: Sequence[str]) -> str:
-    tagged = [(s, t.lstrip().startswith(">")) for t in texts for s in sentences(t)]
+    # Each sentence once: a summary's sources are memories, and the extractive ones repeat the story's
+    # lines (the release run's summary held one sentence five times).
+    tagged, seen = [], set()
+    for text in texts:
+        for sentence in sentences(text):
+            if sentence not in seen:
+                seen.add(sentence)
+                tagged.append((sentence, text.lstrip().startswith(">")))
     candidates = [s for s, _ in tagged]
     if not candidates or max_words <= 0:
         return ""

@@ -157,3 +157,10 @@ def test_the_readers_own_line_outweighs_the_narrators_inventions():
              "The storm log of 2073 was kept by Auntie Rose, who wrote of Gull Point every night of the year."]
     memory = extractive(block, 30, "Wren")
     assert "Wren hide the brass key under the ninth stair" in memory and len(memory.split()) <= 30
+
+
+def test_a_sentence_repeated_across_sources_is_kept_once():
+    # A summary's sources are memories, and extractive memories repeat the story's lines.
+    memories = ["Wren met Thora Vance at Greyford. The hours pass quietly."] * 5 + ["Pell keeps the ferry at Ashwater."]
+    summary = extractive(memories, 250, "Wren")
+    assert summary.count("Thora Vance") == 1 and "Pell" in summary
