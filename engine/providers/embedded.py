@@ -35,8 +35,16 @@ BUNDLED_ID = "smollm2-135m-instruct-q4_1"
 # 2-core machine and is the window the context builder is told about.
 DEFAULT_N_CTX = 4096
 # Measured on SmolLM2-135M: below ~1.2 it loops on one sentence within 100
-# tokens; 1.3 keeps it moving without derailing grammar.
+# tokens; 1.3 keeps it moving without derailing grammar. Issue 30's twelve
+# tuning turns (narration_eval.TUNING) agree: the reply took up the input's
+# named thing in 3, 5, 6 and 5 of 11 at 1.1, 1.2, 1.3 and 1.5, with 30 %, 17 %,
+# 15 % and 35 % of its word 4-grams already written in an earlier reply.
 REPEAT_PENALTY = 1.3
+# Further sampling fields for the embedded narrator, passed to llama.cpp by the
+# worker; one left out keeps llama-cpp-python's default (min_p 0.05, top_p
+# 0.95, top_k 40). None is set: on the same tuning turns min_p 0.1 took up 1 of
+# 11 and min_p 0.2 4 of 11 (repeated 4-grams 39 %, 58 %), against 6 of 11 at 0.05.
+SAMPLING: dict = {}
 # A one-token smoke generation loads the model first: ~1 s for SmolLM2, tens
 # of seconds for a multi-GB file on a slow disk.
 SMOKE_TIMEOUT = 300.0
@@ -191,7 +199,7 @@ class LocalNarrator:
             "messages": [{"role": "system", "content": prompt.system},
                          {"role": "user", "content": prompt.user_text}],
             "max_tokens": prompt.max_tokens, "temperature": prompt.temperature,
-            "repeat_penalty": REPEAT_PENALTY, "seed": self.seed,
+            "repeat_penalty": REPEAT_PENALTY, **SAMPLING, "seed": self.seed,
             "cache_reuse": REUSE_CHUNK if self.cache_reuse else 0,
             # Memory and summary requests run beside the story's cache, not over it.
             "slot": STORY_SLOT if prompt.task == "narrate" else prompt.task,
