@@ -29,7 +29,7 @@ from .importer import add_source, build_passages
 from .intake import MAX_SOURCE_BYTES, check_class, refuse_size, safe_filename
 from .refusals import KnowledgeRefused
 from .retrieval import Selection, retrieve
-from .second_stage import stage_for, uncalibrated_stage_note
+from .second_stage import fusion_for, stage_for, uncalibrated_stage_note
 from .stage_vectors import StagePass
 
 __all__ = ["EMBED_AT_IMPORT", "Library", "Status"]
@@ -331,10 +331,10 @@ class Library:
             "stale_chunking": self._stale(),
         }
         data["semantic_note"] = load_error or _semantic_note(model, floor)
-        data.update(self._second_status())
+        data.update(self._second_status(model))
         return Status(_status_words(data), data)
 
-    def _second_status(self) -> dict:
+    def _second_status(self, first_model: str | None = None) -> dict:
         """How far the second stage has got, in data (see `_status_words`)."""
         try:
             stage = self.second_stage
@@ -342,8 +342,10 @@ class Library:
             return {"second_stage": "", "second_stage_note": f"The second stage could not be set up ({exc})."}
         if stage is None:
             return {"second_stage": "", "second_stage_note": "No second stage: the first stage alone judges."}
+        fusion = fusion_for(first_model, stage.model_id)
         floor = floor_for(stage.model_id)
-        data = {"second_stage": stage.model_id, "second_stage_floor": floor, "second_stage_note": "",
+        data = {"second_stage": stage.model_id, "second_stage_floor": fusion.floor if fusion else floor,
+                "second_stage_fused": fusion is not None, "second_stage_note": "",
                 "second_stage_vectors": stage.needs_vectors}
         if floor is None:
             data["second_stage_note"] = uncalibrated_stage_note(stage.model_id)
@@ -416,7 +418,8 @@ def _second_words(d: dict) -> str:
     """The second stage in words: which model, how far its vectors have got."""
     if not d.get("second_stage") or d.get("second_stage_floor") is None:
         return d.get("second_stage_note", "")
-    head = f"Second stage: {d['second_stage']} (floor {d['second_stage_floor']})"
+    fused = "fused with the first stage's evidence, " if d.get("second_stage_fused") else ""
+    head = f"Second stage: {d['second_stage']} ({fused}floor {d['second_stage_floor']})"
     if not d.get("second_stage_vectors"):
         return head + ", scoring each turn's candidates on the server."
     done, total = d["second_stage_ready"], d["second_stage_total"]

@@ -330,6 +330,7 @@ def test_the_fused_score_admits_orders_and_caps(db, campaign, topic, calibrated,
     fusion = fused_pair(cap=1)
     lib = staged(db, campaign, topic, VectorStage(second))
     lib.embed_second_stage()
+    assert f"fused with the first stage's evidence, floor {fusion.floor}" in str(lib.status())
     r = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET).report
     assert r["second_stage_used"] and r["second_stage_fused"] and r["second_stage_floor"] == fusion.floor
     used = [u for u in r["used"] if u["passage_id"] > 0]
