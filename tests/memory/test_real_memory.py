@@ -3,6 +3,7 @@ memories and the summary, MiniLM embeds and recalls them."""
 import pytest
 
 from engine import TurnFailed, Workbench
+from engine.context import Report
 
 pytestmark = pytest.mark.realmodel
 INPUTS = ["walk to the mill", "I ask the miller about the flood", "look at the water wheel", "go to the bridge",
@@ -29,3 +30,29 @@ def test_a_twenty_turn_campaign_remembers_what_left_the_window(tmp_path):
     used = report["memories"]["used"]
     assert used and any(m["source"]["source_end"] < oldest_in_window for m in used)
     assert "Story summary:" in report["story"] and "Memories from earlier" in report["story"]
+
+
+def test_a_clue_the_reader_planted_comes_back_once_it_left_a_small_window(tmp_path):
+    """The release check M04 in small: the clue is the reader's own line; the
+    embedded model narrates around it and writes the memories, the guard and
+    the recall must bring it back after it left a 1,536-token window."""
+    wb = Workbench.open(tmp_path / "clue.db", background=False)
+    wb.configure(narrator="local", embedder="local", context_budget=1536, max_output_tokens=48)
+    camp = wb.new_campaign("Gull Point", premise="A lighthouse whose keeper vanished in a storm.",
+                           protagonist="Wren", opening="Rain needles the cliff path below the lighthouse.")
+    lines = ["walk up the cliff path", "I hide the brass key under the ninth stair of the lighthouse",
+             *INPUTS, *INPUTS[:4]]
+    for line in lines:
+        for attempt in range(3):
+            try:
+                camp.act(line)
+                break
+            except TurnFailed:
+                if attempt == 2:
+                    raise
+    report = Report(camp.context("I think about where I hid the brass key"))
+    history = report.section("history").text.lower()
+    assert "ninth stair" not in history  # the planted turn has left the window
+    memories = report.section("memories")
+    assert memories is not None and "ninth stair" in memories.text.lower()
+    assert report["tokens"]["history_spent"] > 200  # and the story was not crowded out to make room for it
