@@ -70,3 +70,17 @@ def test_a_reply_takes_up_an_input_when_it_names_one_of_its_things():
     assert takes_up("You raise it; the lantern's glow spills over the quay.", "> You light the lantern.")
     assert takes_up("Rain drums on the slate roofs.", "> You light the lantern.") is False
     assert takes_up("Rain drums on the slate roofs.", '> You say "Is anyone down here?"') is None
+
+
+def test_a_reply_loses_the_sentences_the_story_already_holds():
+    """The held-out run's loop: from turn 14 every reply opened with this sentence, copied from the last one."""
+    from engine.narrative.prose import drop_copied
+
+    earlier = ("You're standing in the sea of a ship's sails, you've seen it on your horizon before... "
+               "You look down at one small wooden bungalow.")
+    reply = ("You're standing in the sea of a ship's sails, you've seen it on your horizon before... "
+             "A rider in a red cloak gallops past. It rains.")
+    assert drop_copied(reply, earlier) == ("A rider in a red cloak gallops past. It rains.", 1)
+    assert drop_copied("It rains. It rains.", "It rains.") == ("It rains. It rains.", 0)  # too short to call a copy
+    copy = "You look down at one small wooden bungalow."
+    assert drop_copied(copy, earlier) == (copy, 0)  # nothing but copies: kept whole
