@@ -27,6 +27,7 @@ from .model import (
 )
 from .prose import (
     cut_to_sentence,
+    drop_copied,
     ends_at_sentence,
     first_person,
     hold_rules,
@@ -49,6 +50,7 @@ __all__ = [
     "apply",
     "count_leaks",
     "cut_to_sentence",
+    "drop_copied",
     "ends_at_sentence",
     "first_person",
     "emit_rule",

@@ -186,8 +186,13 @@ def _sentences(text: str) -> list[str]:
     return out
 
 
+# Words and numbers: "You have 3 coins." is not a copy of "You have 5 coins."
+# (a number is a fact the story states; letters alone would call them one sentence).
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’-]*")
+
+
 def _four_grams(text: str) -> set[tuple[str, ...]]:
-    words = [w.lower() for w in _WORD.findall(text)]
+    words = [w.lower() for w in _TOKEN.findall(text)]
     return {tuple(words[i:i + 4]) for i in range(len(words) - 3)}
 
 
@@ -201,7 +206,7 @@ def drop_copied(prose: str, earlier: str) -> tuple[str, int]:
     kept, dropped = [], 0
     for sentence in _sentences(prose):
         grams = _four_grams(sentence)
-        if len(_WORD.findall(sentence)) >= COPY_MIN_WORDS and grams and len(grams & seen) / len(grams) >= COPY_SHARE:
+        if len(_TOKEN.findall(sentence)) >= COPY_MIN_WORDS and grams and len(grams & seen) / len(grams) >= COPY_SHARE:
             dropped += 1
         else:
             kept.append(sentence)

@@ -202,7 +202,7 @@ SECTION_COLUMNS = {
     "tok_system": ("narrator_rules", "emit_rule", "campaign_canon", "ai_instructions", "premise", "protagonist"),
     # The library names its sections itself (the rule, always-in-force Canon, one per class).
     "tok_knowledge": ("knowledge", RULE_SECTION, ALWAYS_SECTION, *CLASS_SECTIONS.values()),
-    "tok_history": ("history", "input"),
+    "tok_history": ("history", "input", "input_restated"),
     "tok_summary": ("story_summary",),
     "tok_memories": ("memories",),
     "tok_state": ("narrative_state",),

@@ -159,7 +159,7 @@ def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settin
         state = dict(before.state_after or {}) if before is not None else {}
         recent = memory.bank.recent_story(session, path, RECENT_TEXTS)
         gathered, memory_ids = _gather(session, campaign_id, path, settings, embedder, text, recent)
-        protocol = {"state_text": narrative.render_state(state), "emit_rule": narrative.EMIT_RULE,
+        protocol = {"state_text": narrative.render_state(state), "emit_rule": narrative.emit_rule(window.tokens),
                     "reminder": narrative.EMIT_REMINDER} if settings.state_protocol else {}
         library = _knowledge(session, db, campaign, settings, window, embedder, state, text, recent)
         inputs = context.Inputs(pending=context.Line(kind, text, end + 1) if kind else None, knowledge=library,
@@ -258,8 +258,10 @@ def run_turn(
     if not prose:
         raise TurnFailed(f"The narrator returned no story text ({asked} tries), so nothing was written. Retry, "
                          "or check the model.")
+    history = plan.built.report.section("history")
+    prose, copies = narrative.drop_copied(prose, history.text if history is not None else "")
     prose, rules = narrative.hold_rules(prose)
-    rules["asked"] = asked
+    rules["asked"], rules["dropped_copies"] = asked, copies
     report = plan.built.report
     accounting = classify_usage(
         usage.as_dict(), estimate=report.tokens.estimate, budget=report.tokens.budget,

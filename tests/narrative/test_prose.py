@@ -84,3 +84,15 @@ def test_a_reply_loses_the_sentences_the_story_already_holds():
     assert drop_copied("It rains. It rains.", "It rains.") == ("It rains. It rains.", 0)  # too short to call a copy
     copy = "You look down at one small wooden bungalow."
     assert drop_copied(copy, earlier) == (copy, 0)  # nothing but copies: kept whole
+
+
+def test_a_sentence_that_differs_only_in_a_number_is_not_a_copy():
+    """A number is a fact the story states: the same sentence with another
+    count is news, not a copy of the old one."""
+    from engine.narrative.prose import drop_copied
+
+    earlier = "You count the coins in the purse. You have 3 silver coins left in the purse."
+    kept, dropped = drop_copied("You have 5 silver coins left in the purse. The innkeeper waits.", earlier)
+    assert dropped == 0 and kept.startswith("You have 5 silver coins")
+    kept, dropped = drop_copied("You have 3 silver coins left in the purse. The innkeeper waits.", earlier)
+    assert dropped == 1 and kept == "The innkeeper waits."
