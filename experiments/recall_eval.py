@@ -433,17 +433,22 @@ def locate(report, needle: str, probe_text: str) -> dict:
 
 
 @contextmanager
-def weights(story: float | None = None, lexical: float | None = None):
-    """The recall's two constants set for the duration (the tuning grid)."""
-    saved = recall_module.STORY_WEIGHT, recall_module.LEXICAL_WEIGHT
+def _constants(module, **values):
+    """A module's constants set for the duration (None leaves one as it is), then put back."""
+    saved = {name: getattr(module, name) for name in values}
     try:
-        if story is not None:
-            recall_module.STORY_WEIGHT = story
-        if lexical is not None:
-            recall_module.LEXICAL_WEIGHT = lexical
+        for name, value in values.items():
+            if value is not None:
+                setattr(module, name, value)
         yield
     finally:
-        recall_module.STORY_WEIGHT, recall_module.LEXICAL_WEIGHT = saved
+        for name, value in saved.items():
+            setattr(module, name, value)
+
+
+def weights(story: float | None = None, lexical: float | None = None):
+    """The recall's two constants set for the duration (the tuning grid)."""
+    return _constants(recall_module, STORY_WEIGHT=story, LEXICAL_WEIGHT=lexical)
 
 
 @contextmanager
@@ -627,18 +632,9 @@ def tune(builds: Sequence[Built], story: Sequence[float] = (0.6, 0.8, 1.0),
     return pd.DataFrame(rows).sort_values(["reached", "in_memory"], ascending=False, ignore_index=True)
 
 
-@contextmanager
 def shares(live: float | None = None, summary: float | None = None):
     """The builder's memory and summary shares set for the duration (the cap grid)."""
-    saved = builder_module.LIVE_SHARE, builder_module.SUMMARY_SHARE
-    try:
-        if live is not None:
-            builder_module.LIVE_SHARE = live
-        if summary is not None:
-            builder_module.SUMMARY_SHARE = summary
-        yield
-    finally:
-        builder_module.LIVE_SHARE, builder_module.SUMMARY_SHARE = saved
+    return _constants(builder_module, LIVE_SHARE=live, SUMMARY_SHARE=summary)
 
 
 def caps(builds: Sequence[Built], live: Sequence[float] = (0.3, 0.4, 0.5, 0.6, 1.0),
