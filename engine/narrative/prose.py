@@ -82,12 +82,14 @@ def second_person(text: str) -> str:
     return "".join(pieces)
 
 
-def hold_rules(prose: str) -> tuple[str, dict]:
+def hold_rules(prose: str, earlier: str = "") -> tuple[str, dict]:
     """The reply as it is stored, and what was changed to hold the narration's
-    rules: first-person narration outside quotes turned to "you", then the
-    text cut back to its last complete sentence (the cut part is returned as
-    `tail`, kept with the take's record so Continue goes on from a whole
-    sentence and a reader can still see what was cut)."""
+    rules: sentences `earlier` (the story the prompt showed) already holds
+    dropped (`drop_copied`), first-person narration outside quotes turned to
+    "you", then the text cut back to its last complete sentence (the cut part
+    is returned as `tail`, kept with the take's record so Continue goes on
+    from a whole sentence and a reader can still see what was cut)."""
+    prose, copies = drop_copied(prose, earlier) if earlier else (prose, 0)
     repaired = first_person(prose)
     if repaired:
         prose = second_person(prose)
@@ -104,7 +106,7 @@ def hold_rules(prose: str) -> tuple[str, dict]:
     closed = not ends_at_sentence(kept)
     if closed:  # not one complete sentence to cut back to: marked as trailing off, and as cut
         kept = kept.rstrip(" ,;:—-") + "…"
-    return kept, {"first_person_repaired": repaired, "tail": tail, "trailed_off": closed}
+    return kept, {"first_person_repaired": repaired, "tail": tail, "trailed_off": closed, "dropped_copies": copies}
 
 
 # Words that name nothing: articles, pronouns, prepositions, conjunctions,

@@ -258,11 +258,10 @@ def run_turn(
     if not prose:
         raise TurnFailed(f"The narrator returned no story text ({asked} tries), so nothing was written. Retry, "
                          "or check the model.")
-    history = plan.built.report.section("history")
-    prose, copies = narrative.drop_copied(prose, history.text if history is not None else "")
-    prose, rules = narrative.hold_rules(prose)
-    rules["asked"], rules["dropped_copies"] = asked, copies
     report = plan.built.report
+    history = report.section("history")
+    prose, rules = narrative.hold_rules(prose, history.text if history is not None else "")
+    rules["asked"] = asked
     accounting = classify_usage(
         usage.as_dict(), estimate=report.tokens.estimate, budget=report.tokens.budget,
         max_output_tokens=settings.max_output_tokens, window_verified=window.verified,

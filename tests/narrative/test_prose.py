@@ -96,3 +96,15 @@ def test_a_sentence_that_differs_only_in_a_number_is_not_a_copy():
     assert dropped == 0 and kept.startswith("You have 5 silver coins")
     kept, dropped = drop_copied("You have 3 silver coins left in the purse. The innkeeper waits.", earlier)
     assert dropped == 1 and kept == "The innkeeper waits."
+
+
+def test_the_rules_drop_what_the_story_shown_already_holds_before_cutting():
+    """hold_rules owns every change to a stored reply: a sentence the prompt's
+    history already holds goes first, then the cut; the count is recorded."""
+    from engine.narrative import hold_rules
+
+    earlier = "The bell in the harbour tower rings twice across the water."
+    kept, rules = hold_rules("The bell in the harbour tower rings twice across the water. A gull lands. It", earlier)
+    assert kept == "A gull lands." and rules["dropped_copies"] == 1 and rules["tail"] == "It"
+    kept, rules = hold_rules("The bell in the harbour tower rings twice across the water. A gull lands.")
+    assert kept.startswith("The bell") and rules["dropped_copies"] == 0  # no story shown: nothing is a copy
