@@ -295,19 +295,21 @@ def _second(session, db: Database, campaign_id: int, found: _Found, parts: list[
     them, its floor alone admits (see `second_stage`). A stage with stored
     vectors adds its own best of the whole library as a third path, once
     they are all computed."""
+    query = None  # the scene's second-stage vectors, embedded once when the scan needs them first
     if getattr(stage, "needs_vectors", False) and stages.SCAN_CANDIDATES and parts:
         try:
-            found.scan = stage.scan(session, db, campaign_id, found.library.live, parts[:stages.STAGE_PARTS],
-                                    stages.SCAN_CANDIDATES, frozenset(exclude))
+            query = stage.query(parts[:stages.STAGE_PARTS])
+            found.scan = stage.scan(session, db, campaign_id, found.library.live, query, stages.SCAN_CANDIDATES,
+                                    frozenset(exclude))
         except Exception:  # rescore below meets the same failure and says it in the report
-            found.scan = []
+            query, found.scan = None, []
     candidates = found.candidates(stages.STAGE_CANDIDATES)
     pool = _load(session, campaign_id, set(candidates) | set(found.always))
     ranked = [pool[pid] for pid in candidates if pid in pool]
     found.second = rescore(stage, session, parts, [(r.passage_id, r.content_hash, index_line(r.heading, r.text))
                                                    for r in ranked],
                            first_model=found.sem.model if found.sem.used else None,
-                           features=_features(found, [r.passage_id for r in ranked]))
+                           features=_features(found, [r.passage_id for r in ranked]), query=query)
     if not found.staged:
         return
     floor = found.second.floor

@@ -154,28 +154,26 @@ class VectorStage:
         self.background = background
 
     def query(self, parts: Sequence[str]) -> np.ndarray:
-        """The scene's query vectors (one per part), embedded once per turn."""
-        key = tuple(parts)
-        last = getattr(self, "_last", None)
-        if last is None or last[0] != key:  # the scan and the scoring of one turn share it
-            last = (key, unit(self.embedder.embed(list(parts))))
-            self._last = last
-        return last[1]
+        """The scene's query vectors, one per part."""
+        return unit(self.embedder.embed(list(parts)))
 
-    def scan(self, session, db, campaign_id: int, live_sources, parts: Sequence[str], k: int,
+    def scan(self, session, db, campaign_id: int, live_sources, query: np.ndarray, k: int,
              exclude=frozenset()) -> list[int]:
         """The second model's own best `k` passages of the whole live library
-        (a third candidate path), or [] while its vectors are incomplete."""
+        for the scene's `query` vectors (a third candidate path), or [] while
+        its vectors are incomplete."""
         held = stage_vectors.library_matrix(session, db, campaign_id, self.model_id, live_sources)
         if held is None or k <= 0:
             return []
         ids, matrix = held
-        scores = np.max(np.einsum("ij,kj->ik", matrix, self.query(parts)), axis=1)
+        scores = np.max(np.einsum("ij,kj->ik", matrix, query), axis=1)
         top = np.argsort(-scores, kind="stable")[:k + len(exclude)]
         return [int(ids[i]) for i in top if int(ids[i]) not in exclude][:k]
 
-    def score(self, session, parts: Sequence[str], candidates: Sequence[tuple[int, str, str]], out: Rescored) -> None:
-        """Cosine of each candidate's stored vector with the best query part."""
+    def score(self, session, parts: Sequence[str], candidates: Sequence[tuple[int, str, str]], out: Rescored,
+              query: np.ndarray | None = None) -> None:
+        """Cosine of each candidate's stored vector with the best query part
+        (`query`: the parts' vectors, when the turn's scan embedded them already)."""
         vectors = stage_vectors.vectors_for(session, self.model_id, [h for _, h, _ in candidates])
         out.ready = sum(h in vectors for _, h, _ in candidates)
         if out.ready < len(candidates):
@@ -183,7 +181,7 @@ class VectorStage:
             out.note = (f"The second stage ({self.model_id}) is still computing passage vectors ({done} of "
                         f"{total} passages ready); this turn used the first stage alone.")
             return
-        query = self.query(parts)
+        query = self.query(parts) if query is None else query
         matrix = np.stack([vectors[h] for _, h, _ in candidates])
         best = np.max(np.einsum("ij,kj->ik", matrix, query), axis=1)
         out.scores = {pid: float(s) for (pid, _, _), s in zip(candidates, best, strict=True)}
@@ -200,7 +198,8 @@ class RerankStage:
         self.reranker = reranker
         self.model_id = reranker.model_id
 
-    def score(self, session, parts: Sequence[str], candidates: Sequence[tuple[int, str, str]], out: Rescored) -> None:
+    def score(self, session, parts: Sequence[str], candidates: Sequence[tuple[int, str, str]], out: Rescored,
+              query=None) -> None:
         texts = [line for _, _, line in candidates]
         out.ready = len(candidates)
         best = np.max([self.reranker.rerank(p, texts) for p in parts], axis=0)
@@ -223,7 +222,8 @@ def uncalibrated_stage_note(model_id: str) -> str:
 
 
 def rescore(stage, session, parts: Sequence[str], candidates: Sequence[tuple[int, str, str]], *,
-            first_model: str | None = None, features: Mapping[int, tuple[float, float]] | None = None) -> Rescored:
+            first_model: str | None = None, features: Mapping[int, tuple[float, float]] | None = None,
+            query: np.ndarray | None = None) -> Rescored:
     """Score `candidates` ((passage id, content hash, embedded line)) for the
     scene's `parts`. With a fused model for (`first_model`, this stage's
     model) and `features` ({passage id: (first cosine, evidence feature)}),
@@ -239,7 +239,7 @@ def rescore(stage, session, parts: Sequence[str], candidates: Sequence[tuple[int
         out.note = "The first stage found no candidates for the second to judge."
         return out
     try:
-        stage.score(session, list(parts)[:STAGE_PARTS], candidates, out)
+        stage.score(session, list(parts)[:STAGE_PARTS], candidates, out, query=query)
     except Exception as exc:  # a model or server failure narrows the turn to the first stage
         out.used, out.scores = False, {}
         out.note = (f"The second stage ({stage.model_id}) failed this turn ({type(exc).__name__}: {exc}); "
