@@ -13,8 +13,8 @@ uses), at each window; what reached the prompt is judged against the labels.
     summarise(frame)
 
 Issue 25 adds the second stage and held-out reporting: `split` halves the
-scenes (every constant is chosen on the tuning half, `stage_sweep`, and
-reported on the other), `evaluate(..., stages=("off", "auto"))` asks every
+scenes (every constant is chosen on the tuning half, `fusion_table` and
+`fusion_sweep`, and reported on the other), `evaluate(..., stages=("off", "auto"))` asks every
 scene with the first stage alone and with the second, and `paraphrases`
 says which scenes share no content word with their passage. Passage vectors
 of both models are cached on disk (`CachedEmbedder`, keyed by model and
@@ -50,7 +50,6 @@ __all__ = [
     "paraphrases",
     "split",
     "stage_sweep",
-    "stage_table",
     "admission_sweep",
     "admitted_irrelevant",
     "against_targets",
@@ -302,6 +301,23 @@ def _stage(camp):
     return stage_for(camp.workbench.settings, getattr(embedder, "model_id", None))
 
 
+def _first_stage(camp, labels: Labels, desc: str, progress: bool):
+    """(kind, scene, query, the first stage's search) for every scene, asked in
+    this campaign with the second stage off (what the tables and the vector
+    pass start from), the campaign's own setting put back afterwards."""
+    from engine.knowledge import retrieval
+
+    db, embedder = camp.knowledge.db, camp.workbench.embedder_or_none()
+    saved = camp.workbench.settings.second_stage
+    camp.workbench.configure(second_stage="off")  # asking is first-stage work only
+    try:
+        for kind, scene in tqdm(_scenes(labels), desc=desc, disable=not progress, leave=False):
+            query = _asked(camp, scene["scene"])
+            yield kind, scene, query, retrieval._search(db, camp.id, query, embedder, None, frozenset(), [])
+    finally:
+        camp.workbench.configure(second_stage=saved)
+
+
 def compute_stage_vectors(camp, labels: Labels, *, progress: bool = True, every: bool = False) -> dict:
     """Second-stage vectors for the passages any scene's second stage will
     judge (each path's best STAGE_CANDIDATES for every scene, as the scene
@@ -309,7 +325,7 @@ def compute_stage_vectors(camp, labels: Labels, *, progress: bool = True, every:
     library, as the engine's background pass does. A turn reads only its
     candidates' vectors, so for these scenes the two are the same; the
     candidates alone are a fraction of the embedding."""
-    from engine.knowledge import retrieval, stage_vectors
+    from engine.knowledge import stage_vectors
     from engine.knowledge.chunking import index_line
     from engine.knowledge.second_stage import STAGE_CANDIDATES
 
@@ -321,16 +337,9 @@ def compute_stage_vectors(camp, labels: Labels, *, progress: bool = True, every:
     if every:
         done = stage_vectors.catch_up(db, camp.id, cached, progress=progress)
         return {"model": stage.model_id, "embedded": done.embedded, "passages": done.embedded + done.remaining}
-    embedder = camp.workbench.embedder_or_none()
     wanted: dict[int, None] = {}
-    saved = camp.workbench.settings.second_stage
-    camp.workbench.configure(second_stage="off")  # asking is first-stage work only
-    try:
-        for _, scene in tqdm(_scenes(labels), desc="candidates", disable=not progress, leave=False):
-            found = retrieval._search(db, camp.id, _asked(camp, scene["scene"]), embedder, None, frozenset(), [])
-            wanted.update((pid, None) for pid in found.candidates(STAGE_CANDIDATES))
-    finally:
-        camp.workbench.configure(second_stage=saved)
+    for *_, found in _first_stage(camp, labels, "candidates", progress):
+        wanted.update((pid, None) for pid in found.candidates(STAGE_CANDIDATES))
     passages = _passages(camp)
     with db.reading() as s:
         hashes = dict(s.execute(text_sql(list(wanted))).all()) if wanted else {}
@@ -540,61 +549,14 @@ def admission_sweep(table: pd.DataFrame, shares: Sequence[float] = (0.3, 0.45, 0
 
 
 # ---------------------------------------------------------------- second-stage constants
-def stage_table(camp, labels: Labels, *, per_path: int | None = None, progress: bool = True) -> pd.DataFrame:
-    """Every candidate each scene's first stage produced (each path's best
-    `per_path`, default the engine's STAGE_CANDIDATES), as the scene is asked
-    in this campaign, with its place in each path, its lexical evidence,
-    MiniLM cosine, the second model's score (None where its vector is not
-    computed) and whether it is relevant: what the second stage's constants
-    are chosen on."""
-    from engine.knowledge import retrieval, stage_vectors
-    from engine.knowledge.classes import CLASS_WEIGHTS
-    from engine.knowledge.query import query_parts
-    from engine.knowledge.second_stage import STAGE_CANDIDATES, STAGE_PARTS
-    from engine.knowledge.vectors import unit
-
-    per_path = per_path or STAGE_CANDIDATES
-    stage = _stage(camp)
-    passages, embedder, db = _passages(camp), camp.workbench.embedder_or_none(), camp.knowledge.db
-    classes = {doc["file"]: doc["class"] for doc in labels.documents.values()}
-    saved = camp.workbench.settings.second_stage
-    camp.workbench.configure(second_stage="off")
-    rows = []
-    try:
-        for kind, scene in tqdm(_scenes(labels), desc="second-stage table", disable=not progress, leave=False):
-            query = _asked(camp, scene["scene"])
-            found = retrieval._search(db, camp.id, query, embedder, None, frozenset(), [])
-            lex = {pid: i + 1 for i, (pid, _) in enumerate(found.lexical[:per_path])}
-            sem = {pid: i + 1 for i, (pid, _) in enumerate(found.sem.hits[:per_path])}
-            ids = found.candidates(per_path)
-            scores: dict[int, float] = {}
-            if stage is not None and stage.needs_vectors and ids:
-                with db.reading() as s:
-                    hashes = dict(s.execute(text_sql(ids)).all())
-                    vectors = stage_vectors.vectors_for(s, stage.model_id, hashes.values())
-                q = unit(stage.embedder.embed(query_parts(query)[:STAGE_PARTS]))
-                for pid in ids:
-                    v = vectors.get(hashes.get(pid))
-                    if v is not None:
-                        scores[pid] = float(np.max(q @ v))
-            cosines = dict(found.sem.hits)
-            for pid in ids:
-                rows.append({"kind": kind, "id": scene["id"], "passage_id": pid,
-                             "relevant": kind == "targeted" and is_relevant(scene, *passages[pid], labels.documents),
-                             "lex_rank": lex.get(pid), "sem_rank": sem.get(pid),
-                             "evidence": found.strength.get(pid, 0.0), "cosine": cosines.get(pid, 0.0),
-                             "second": scores.get(pid), "weight": CLASS_WEIGHTS.get(classes[passages[pid][0]], 1.0)})
-    finally:
-        camp.workbench.configure(second_stage=saved)
-    return pd.DataFrame(rows)
-
-
 def stage_sweep(table: pd.DataFrame, floors: Sequence[float], cuts: Sequence[float] = (0.8, 0.9, 0.95),
                 scales: Sequence[float] = (0.0, 0.01), per_path: Sequence[int] = (10, 20),
                 shown: dict[int, int] | None = None) -> pd.DataFrame:
     """Hits, precision and everyday scenes admitting anything for each
     second-stage floor, relative cut, evidence scale and candidates per path,
-    on `stage_table`: admitted at the floor, ordered by score (times the
+    on a table of candidates with their plain second-stage score (the columns
+    `fusion_table` gives, before the fused score replaced this sweep in the
+    notebook): admitted at the floor, ordered by score (times the
     class weight), cut under `cut` of the best, the `shown` best standing in
     for the budget ({4096: 2, 16384: 8}, as in `admission_sweep`)."""
     shown = shown or {4096: 2, 16384: 8}
@@ -1140,42 +1102,35 @@ def fusion_table(camp, labels: Labels, *, scan: int = 20, progress: bool = True)
     stage = _stage(camp)
     if stage is None or not stage.needs_vectors:
         return pd.DataFrame()
-    passages, embedder, db = _passages(camp), camp.workbench.embedder_or_none(), camp.knowledge.db
+    passages, db = _passages(camp), camp.knowledge.db
     ids, matrix = _library_matrix(camp, stage.model_id)
     if len(ids) < len(passages):  # the engine scans only a complete library; so does the table
         scan = 0
-    saved = camp.workbench.settings.second_stage
-    camp.workbench.configure(second_stage="off")
     rows = []
-    try:
-        for kind, scene in tqdm(_scenes(labels), desc="fusion table", disable=not progress, leave=False):
-            query = _asked(camp, scene["scene"])
-            found = retrieval._search(db, camp.id, query, embedder, None, frozenset(), [])
-            parts = query_parts(query)
-            q2 = unit(stage.embedder.embed(parts[:STAGE_PARTS]))
-            second = np.max(np.einsum("ij,kj->ik", matrix, q2), axis=1) if len(ids) else np.zeros(0)
-            order = np.argsort(-second, kind="stable")
-            scan_rank = {ids[j]: r + 1 for r, j in enumerate(order[:scan])}
-            second_of = dict(zip(ids, second.tolist(), strict=True))
-            lex = {pid: i + 1 for i, (pid, _) in enumerate(found.lexical)}
-            sem = {pid: i + 1 for i, (pid, _) in enumerate(found.sem.hits)}
-            wanted = list(dict.fromkeys([*lex, *sem, *scan_rank]))
-            cosine = retrieval._first_cosines(found, wanted)
-            required = found.weights.required if found.lexical else 0.0
-            with db.reading() as s:
-                loaded = retrieval._load(s, camp.id, wanted)
-            for pid in wanted:
-                r = loaded[pid]
-                rows.append({"kind": kind, "id": scene["id"], "passage_id": pid,
-                             "relevant": kind == "targeted" and is_relevant(scene, *passages[pid], labels.documents),
-                             "lex_rank": lex.get(pid), "sem_rank": sem.get(pid), "scan_rank": scan_rank.get(pid),
-                             "second": second_of.get(pid), "cosine": cosine.get(pid, 0.0),
-                             "evidence": found.strength.get(pid, 0.0), "required": required,
-                             "evidence_ratio": evidence_feature(found.strength.get(pid, 0.0), required),
-                             "cost": _cost(r), "class": r.classification,
-                             "weight": CLASS_WEIGHTS.get(r.classification, 1.0)})
-    finally:
-        camp.workbench.configure(second_stage=saved)
+    for kind, scene, query, found in _first_stage(camp, labels, "fusion table", progress):
+        parts = query_parts(query)
+        q2 = unit(stage.embedder.embed(parts[:STAGE_PARTS]))
+        second = np.max(np.einsum("ij,kj->ik", matrix, q2), axis=1) if len(ids) else np.zeros(0)
+        order = np.argsort(-second, kind="stable")
+        scan_rank = {ids[j]: r + 1 for r, j in enumerate(order[:scan])}
+        second_of = dict(zip(ids, second.tolist(), strict=True))
+        lex = {pid: i + 1 for i, (pid, _) in enumerate(found.lexical)}
+        sem = {pid: i + 1 for i, (pid, _) in enumerate(found.sem.hits)}
+        wanted = list(dict.fromkeys([*lex, *sem, *scan_rank]))
+        cosine = retrieval._first_cosines(found, wanted)
+        required = found.weights.required if found.lexical else 0.0
+        with db.reading() as s:
+            loaded = retrieval._load(s, camp.id, wanted)
+        for pid in wanted:
+            r = loaded[pid]
+            rows.append({"kind": kind, "id": scene["id"], "passage_id": pid,
+                         "relevant": kind == "targeted" and is_relevant(scene, *passages[pid], labels.documents),
+                         "lex_rank": lex.get(pid), "sem_rank": sem.get(pid), "scan_rank": scan_rank.get(pid),
+                         "second": second_of.get(pid), "cosine": cosine.get(pid, 0.0),
+                         "evidence": found.strength.get(pid, 0.0), "required": required,
+                         "evidence_ratio": evidence_feature(found.strength.get(pid, 0.0), required),
+                         "cost": _cost(r), "class": r.classification,
+                         "weight": CLASS_WEIGHTS.get(r.classification, 1.0)})
     return pd.DataFrame(rows)
 
 
