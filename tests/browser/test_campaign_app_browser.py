@@ -341,9 +341,15 @@ _LIVE_IN_VIEW = """() => {
 }"""
 
 
+# Every element under the point, topmost first, kept to the story box's own: when
+# JupyterLab scrolls the notebook so the box's top sits under its menu bar, the
+# topmost element there is the menu ("Help"), not the passage (a suite-load flake);
+# the box is brought into the page's view first.
 _TOP_PASSAGE = """() => {
-  const box = document.querySelector('.story-workbench-story'), r = box.getBoundingClientRect();
-  const at = document.elementFromPoint(r.left + 20, r.top + 30);
+  const box = document.querySelector('.story-workbench-story');
+  box.scrollIntoView({block: 'nearest'});  // the page, not the box: its own scroll is what is measured
+  const r = box.getBoundingClientRect();
+  const at = document.elementsFromPoint(r.left + 20, r.top + 30).find(e => e !== box && box.contains(e));
   return at ? at.innerText.slice(0, 60) : null;
 }"""
 
