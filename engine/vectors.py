@@ -28,6 +28,16 @@ hold. Passages sign with (count, newest id) of their rows (see
 sign with the ids asked for, so an unchanged bank costs one comparison and no
 re-stacking; their vectors are rewritten in place, so their one writer
 (`engine.memory.bank.set_vector`) drops the row with `drop`.
+
+Query vectors live here too, in `QUERIES` (a `TextVectors`), and not in
+`CACHE`, because they are keyed differently: a scene's query parts belong to
+no database and no campaign, and a model's vector for an exact text never
+changes, so they need no token, signature or drop, only a bound. They are
+kept because a turn's query is mostly the previous turn's: its story
+paragraphs were in the last query too, and embedding them again with
+all-mpnet-base-v2 was most of a turn's retrieval time (one 41-token forward
+pass ~90-150 ms on the idle 2-core machine, against ~25-30 ms for the whole
+first stage). Same module, so vector caching still has one owner.
 """
 from __future__ import annotations
 
@@ -42,12 +52,25 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
-    "CACHE", "CACHED_ENTRIES", "Held", "Token", "VectorCache", "cosines", "pack", "refreshed", "unit", "unpack",
+    "CACHE", "CACHED_ENTRIES", "IN_FLIGHT_WAIT", "QUERIES", "QUERY_TEXTS", "Held", "TextVectors", "Token",
+    "VectorCache", "cosines", "pack", "refreshed", "unit", "unpack",
 ]
 
 # A notebook rarely has more than a few campaigns open, each with a memory
 # bank and a library: 16 entries of 4,000 x 768 float32 are ~200 MB at worst.
 CACHED_ENTRIES = 16
+# Query texts held by `QUERIES`. A turn asks at most 8 query parts of the
+# first model (knowledge.query.QUERY_PARTS) and 2 of the second
+# (second_stage.STAGE_PARTS), and the next turn's are prepared beside them:
+# about 20 per open campaign, so 256 keeps a dozen campaigns' turns, at most
+# 256 x 768 float32 = 0.8 MB.
+QUERY_TEXTS = 256
+# How long a caller waits for a text another thread is embedding right now
+# (the next turn's parts prepared in the background) before embedding it
+# itself. Twice the slowest single query embedding measured (all-mpnet-base-v2,
+# 4.6 s on a loaded 2-core machine): embedding the same text twice at once
+# only makes both wait for the same cores.
+IN_FLIGHT_WAIT = 10.0
 
 
 def pack(vector) -> bytes:
@@ -258,3 +281,94 @@ def _under(key: tuple, prefix: tuple) -> bool:
 
 
 CACHE = VectorCache()
+
+
+class TextVectors:
+    """{(model id, exact text): the embedder's row for it}, least recently used
+    out, for query texts (see the module docstring). Rows are kept as the
+    embedder returned them (not unit-scaled), so a caller gets exactly what
+    `embedder.embed` would have given, and read-only, so no caller can change
+    a row another will be served.
+
+    Keyed like stored vectors, by the embedder's `model_id`: two embedders
+    under one id are taken to give one vector per text, the promise stored
+    passage vectors already rest on."""
+
+    def __init__(self, size: int = QUERY_TEXTS, wait: float = IN_FLIGHT_WAIT):
+        self.size = size
+        self.wait = wait
+        self._data: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._busy: dict[tuple[str, str], threading.Event] = {}  # texts being embedded now, by some thread
+        self._lock = threading.Lock()
+
+    def embed(self, embedder, texts: Sequence[str]) -> np.ndarray:
+        """`embedder.embed(texts)`, with each text not held embedded once and
+        kept. A text another thread is embedding at this moment is waited for
+        (up to `wait` seconds) instead of being embedded a second time."""
+        texts = list(texts)
+        if not texts:
+            return embedder.embed(texts)
+        model = embedder.model_id
+        rows: dict[str, np.ndarray] = {}
+        mine: list[str] = []
+        theirs: list[tuple[str, threading.Event]] = []
+        with self._lock:
+            for text in dict.fromkeys(texts):
+                key = (model, text)
+                held = self._data.get(key)
+                if held is not None:
+                    self._data.move_to_end(key)
+                    rows[text] = held
+                elif key in self._busy:
+                    theirs.append((text, self._busy[key]))
+                else:
+                    self._busy[key] = threading.Event()
+                    mine.append(text)
+        try:
+            if mine:
+                rows.update(self._made(model, mine, embedder.embed(mine)))
+        finally:
+            with self._lock:
+                for text in mine:
+                    self._busy.pop((model, text)).set()
+        if theirs:
+            for _, event in theirs:
+                event.wait(self.wait)
+            with self._lock:
+                for text, _ in theirs:
+                    held = self._data.get((model, text))
+                    if held is not None:
+                        rows[text] = held
+            late = [text for text, _ in theirs if text not in rows]  # it failed, or is still running
+            if late:
+                rows.update(self._made(model, late, embedder.embed(late)))
+        return np.stack([rows[text] for text in texts])
+
+    def _made(self, model: str, texts: list[str], vectors) -> dict[str, np.ndarray]:
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or len(vectors) != len(texts):
+            raise ValueError(f"The embedder “{model}” returned {len(vectors)} vector(s) for {len(texts)} text(s).")
+        out = {}
+        with self._lock:
+            for text, row in zip(texts, vectors, strict=True):
+                row = row.copy()
+                row.setflags(write=False)
+                out[text] = self._data[(model, text)] = row
+                self._data.move_to_end((model, text))
+            while len(self._data) > self.size:
+                self._data.popitem(last=False)
+        return out
+
+    def held(self, model: str, text: str) -> bool:
+        with self._lock:
+            return (model, text) in self._data
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+QUERIES = TextVectors()

@@ -12,6 +12,18 @@ from narrators import BagOfWordsEmbedder, BlockingNarrator, CountingNarrator, Fa
 from engine import Workbench
 
 
+@pytest.fixture(autouse=True)
+def fresh_query_vectors():
+    """Each test starts with no query vectors held: test doubles share model
+    ids (a failing embedder under a working one's id), and a vector kept from
+    another test would hide a failure or an embedding call a test counts."""
+    from engine.vectors import QUERIES
+
+    QUERIES.clear()
+    yield
+    QUERIES.clear()
+
+
 @pytest.fixture
 def db_path(tmp_path):
     return tmp_path / "story.db"

@@ -1,6 +1,7 @@
 """The one vector cache: memories and passages, one bound, one keying rule,
 one set of numerics."""
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -13,7 +14,18 @@ from engine.memory import vectors as memory_vectors
 from engine.store import CampaignRow
 from engine.store.memory_tables import MemoryRow
 from engine.story import StoryTree
-from engine.vectors import CACHE, CACHED_ENTRIES, Held, Token, VectorCache, pack
+from engine.vectors import (
+    CACHE,
+    CACHED_ENTRIES,
+    IN_FLIGHT_WAIT,
+    QUERIES,
+    QUERY_TEXTS,
+    Held,
+    TextVectors,
+    Token,
+    VectorCache,
+    pack,
+)
 
 ROAD = "# The Road\n\nThe north road climbs past the abbey toward the pass.\n"
 
@@ -138,3 +150,136 @@ def test_an_entry_built_while_its_kind_is_dropped_is_served_but_not_kept():
     assert cache.keys() == []  # served, not kept
     cache.get(passages, [7], load_during_a_drop)  # a drop of memories does not stop passages being kept
     assert cache.keys() == [passages]
+
+
+# ---------------------------------------------------------------- query texts (QUERIES)
+class CountingEmbedder:
+    """Vectors that depend only on the text, and a record of every text each
+    call embedded; `hold` (an Event) keeps a call waiting until it is set."""
+
+    def __init__(self, model_id="counting", hold=None, fail=False):
+        self.model_id = model_id
+        self.calls: list[list[str]] = []
+        self.hold, self.fail = hold, fail
+        self.entered = threading.Event()
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        self.entered.set()
+        if self.hold is not None:
+            self.hold.wait(5)
+        if self.fail:
+            raise ConnectionError("the embedder is down")
+        return np.array([[len(t), sum(map(ord, t)) % 97, 1.0] for t in texts], dtype=np.float32)
+
+    @property
+    def embedded(self) -> list[str]:
+        return [t for call in self.calls for t in call]
+
+
+def test_a_query_text_is_embedded_once_and_a_changed_text_anew():
+    cache, embedder = TextVectors(size=8), CountingEmbedder()
+    first = cache.embed(embedder, ["the crypt stair", "a lantern"])
+    again = cache.embed(embedder, ["> I open the door.", "the crypt stair", "a lantern"])
+    assert embedder.calls == [["the crypt stair", "a lantern"], ["> I open the door."]]
+    assert np.array_equal(again[1:], first) and again.shape == (3, 3)
+    cache.embed(embedder, ["the crypt stair."])  # one character changed: a new text
+    assert embedder.calls[-1] == ["the crypt stair."]
+    twice = cache.embed(embedder, ["a bell", "a bell"])  # repeated within one call: embedded once
+    assert embedder.calls[-1] == ["a bell"] and np.array_equal(twice[0], twice[1])
+
+
+def test_query_texts_are_kept_per_model_and_rows_cannot_be_changed_by_a_caller():
+    cache, a, b = TextVectors(), CountingEmbedder("model-a"), CountingEmbedder("model-b")
+    row = cache.embed(a, ["the abbey"])
+    cache.embed(b, ["the abbey"])
+    assert a.embedded == b.embedded == ["the abbey"]
+    row[0, 0] = -1.0  # the caller's copy, not the held row
+    assert cache.embed(a, ["the abbey"])[0, 0] == len("the abbey")
+    assert cache.held("model-a", "the abbey") and not cache.held("model-c", "the abbey")
+
+
+def test_the_query_cache_is_bounded_least_recently_used_out():
+    cache, embedder = TextVectors(size=3), CountingEmbedder()
+    cache.embed(embedder, ["one", "two", "three"])
+    cache.embed(embedder, ["one"])  # used again: "two" is now the least recently used
+    cache.embed(embedder, ["four"])
+    assert len(cache) == 3 and not cache.held("counting", "two")
+    assert all(cache.held("counting", t) for t in ("one", "three", "four"))
+    cache.embed(embedder, ["two"])
+    assert embedder.calls[-1] == ["two"] and QUERY_TEXTS == QUERIES.size
+
+
+def test_a_failed_embedding_is_raised_and_nothing_is_kept():
+    cache = TextVectors()
+    with pytest.raises(ConnectionError):
+        cache.embed(CountingEmbedder(fail=True), ["the abbey"])
+    assert len(cache) == 0
+    working = CountingEmbedder()
+    cache.embed(working, ["the abbey"])
+    assert working.embedded == ["the abbey"]
+
+
+def test_threads_asking_the_same_texts_embed_each_text_once():
+    """Many threads at once, overlapping texts: every text is embedded by
+    exactly one of them, and every thread gets the same rows."""
+    cache, embedder = TextVectors(size=64), CountingEmbedder()
+    texts = [f"paragraph {i}" for i in range(12)]
+    results, errors = {}, []
+    start = threading.Barrier(8)
+
+    def ask(n):
+        try:
+            start.wait()
+            wanted = texts[n % 4:n % 4 + 8]
+            results[n] = (wanted, cache.embed(embedder, wanted))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ask, args=(n,)) for n in range(8)]
+    [t.start() for t in threads]
+    [t.join(10) for t in threads]
+    assert not errors and len(results) == 8
+    assert sorted(embedder.embedded) == sorted(set(embedder.embedded))  # none embedded twice
+    expected = {t: cache.embed(embedder, [t])[0] for t in texts}
+    for wanted, rows in results.values():
+        assert all(np.array_equal(row, expected[t]) for t, row in zip(wanted, rows, strict=True))
+
+
+def test_a_text_being_embedded_elsewhere_is_waited_for_not_embedded_twice():
+    cache, release = TextVectors(), threading.Event()
+    slow = CountingEmbedder(hold=release)
+    background = threading.Thread(target=cache.embed, args=(slow, ["the reply's paragraph"]))
+    background.start()
+    assert slow.entered.wait(5)
+    turn = CountingEmbedder()
+    threading.Timer(0.2, release.set).start()
+    rows = cache.embed(turn, ["> I wait.", "the reply's paragraph"])
+    background.join(5)
+    assert turn.embedded == ["> I wait."] and slow.embedded == ["the reply's paragraph"]
+    assert rows.shape == (2, 3)
+
+
+def test_a_text_whose_embedding_failed_elsewhere_is_embedded_by_the_waiter():
+    cache, release = TextVectors(), threading.Event()
+    failing = CountingEmbedder(hold=release, fail=True)
+    background = threading.Thread(target=lambda: pytest.raises(ConnectionError, cache.embed, failing, ["text"]))
+    background.start()
+    assert failing.entered.wait(5)
+    threading.Timer(0.1, release.set).start()
+    turn = CountingEmbedder()
+    assert cache.embed(turn, ["text"]).shape == (1, 3) and turn.embedded == ["text"]
+    background.join(5)
+
+
+def test_a_waiter_gives_up_on_a_stuck_embedding_after_its_bound():
+    cache, release = TextVectors(wait=0.1), threading.Event()
+    stuck = CountingEmbedder(hold=release)
+    background = threading.Thread(target=cache.embed, args=(stuck, ["text"]))
+    background.start()
+    assert stuck.entered.wait(5)
+    turn = CountingEmbedder()
+    assert cache.embed(turn, ["text"]).shape == (1, 3) and turn.embedded == ["text"]
+    release.set()
+    background.join(5)
+    assert IN_FLIGHT_WAIT > 4.6  # longer than the slowest single query embedding measured

@@ -16,6 +16,7 @@ from .classes import CANON, CLASS_WEIGHTS, CLASSES, HIDDEN, INSPIRATION, NORMAL,
 from .embedding import EmbeddingPass, catch_up
 from .framing import render
 from .library import Library, Status
+from .prepare import prepare_query, start_prepare, wait_prepared
 from .query import QUERY_STORY_TEXTS, scene_query
 from .reads import has_sources
 from .records import Retrieved
@@ -56,10 +57,13 @@ __all__ = [
     "index_line",
     "load_pairs",
     "normalize",
+    "prepare_query",
     "relevance",
     "render",
     "retrieve",
     "scene_query",
     "stage_for",
     "start_background",
+    "start_prepare",
+    "wait_prepared",
 ]

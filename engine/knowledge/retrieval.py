@@ -21,6 +21,7 @@ import numpy as np
 from .. import html
 from ..budget import tokens
 from ..store import Database
+from ..vectors import QUERIES
 from . import fts, reads
 from . import second_stage as stages
 from .admission import Weights, lexical_admits, lexical_evidence, semantic_admits, weigh
@@ -178,7 +179,9 @@ def _semantic(session, db: Database, campaign_id: int, live: tuple[int, ...], pa
                     "until the library catches up.")
         return out
     try:
-        vectors = [query_vector] if query_vector is not None else embedder.embed(parts)
+        # each part embedded once across turns (see engine.vectors.QUERIES): a
+        # scene's story paragraphs were mostly in the last turn's query too
+        vectors = [query_vector] if query_vector is not None else QUERIES.embed(embedder, parts)
         # a passage's cosine is its best against any part of the scene
         scores = np.max([cosines(matrix.vectors, np.asarray(v, dtype=np.float32)) for v in vectors], axis=0)
     except Exception as exc:  # an embedder failure narrows retrieval, never fails it

@@ -30,6 +30,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..vectors import QUERIES
 from . import stage_vectors
 from .calibration import calibrated_models, floor_for
 from .vectors import unit
@@ -154,8 +155,11 @@ class VectorStage:
         self.background = background
 
     def query(self, parts: Sequence[str]) -> np.ndarray:
-        """The scene's query vectors, one per part."""
-        return unit(self.embedder.embed(list(parts)))
+        """The scene's query vectors, one per part. A part embedded before (in
+        the last turn's query, or prepared after it: `prepare`) is not
+        embedded again; this model's forward pass is most of a turn's
+        retrieval time (see engine.vectors)."""
+        return unit(QUERIES.embed(self.embedder, list(parts)))
 
     def scan(self, session, db, campaign_id: int, live_sources, query: np.ndarray, k: int,
              exclude=frozenset()) -> list[int]:
@@ -260,7 +264,7 @@ def relevance(stage, query_parts: Sequence[str], texts: Sequence[str]) -> list[f
     if isinstance(stage, RerankStage):
         return [float(s) for s in np.max([stage.reranker.rerank(p, list(texts)) for p in parts], axis=0)]
     vectors = unit(stage.embedder.embed(list(texts)))
-    query = unit(stage.embedder.embed(parts))
+    query = unit(QUERIES.embed(stage.embedder, parts))
     return [float(s) for s in np.max(np.einsum("ij,kj->ik", vectors, query), axis=1)]
 
 

@@ -2,7 +2,9 @@
 
 Targets: importing a 1 MiB Markdown file (chunk + index, embeddings apart)
 in < 2 s; hybrid retrieval over 4,000 passages with a precomputed query
-vector in < 20 ms. `make test` runs each once (--benchmark-disable).
+vector in < 20 ms; a turn's retrieval with the default second stage over
+4,000 passages, query embedding by the real models included, in <= 150 ms
+on an idle machine. `make test` runs each once (--benchmark-disable).
 """
 import numpy as np
 import pytest
@@ -171,6 +173,10 @@ def test_hybrid_retrieval_of_a_played_scene(benchmark, big_library):
 
 
 # ---------------------------------------------------------------- the second stage (issue 25)
+# The second-stage target is for an idle machine: above this one-minute load
+# average (2 cores) the figure is recorded, not asserted. The idle runs the
+# docs quote were at 0.3-0.7; at load 4-5 the same turn took 441 ms.
+IDLE_LOAD = 1.5
 class RandomMPNet:
     """768-dimensional vectors under all-mpnet-base-v2's id: the library's
     second-stage vectors, made instantly (what they say does not change what
@@ -186,60 +192,171 @@ class RandomMPNet:
         return self.rng.normal(size=(len(texts), 768)).astype(np.float32)
 
 
-@pytest.mark.realmodel
-def test_retrieval_with_the_second_stage_over_4000_passages(benchmark, big_library, monkeypatch):
-    """Target: a turn with the default second stage (all-mpnet-base-v2) over
-    4,000 passages in <= 150 ms, its query embedded by the real model; the
-    passage vectors were computed ahead (here: stand-ins of the same shape)."""
+class PlayedTurns:
+    """A played sequence for the second-stage benches: each call to `next()`
+    is a new turn, with a new player's line and a new reply of two or three
+    paragraphs (within the default 200-token reply), generated from the
+    documents' vocabulary so the lexical path finds candidates. The query is
+    built as the turn runner builds it (`scene_query` over the newest story
+    texts and the new line, standing names first), so no round asks a scene
+    another round asked, and every round's line is new to both models."""
+
+    NAMES = ["Mara", "Aldric"]
+
+    def __init__(self, seed: int = 29):
+        self.rng = np.random.default_rng(seed)
+        self.story = [PLAYED[0]]
+        self.line = self.reply = ""
+        self.lines: list[str] = []
+
+    def _words(self, low: int, high: int) -> str:
+        return " ".join(VOCAB[i] for i in self.rng.choice(len(VOCAB), size=int(self.rng.integers(low, high)), p=WEIGHTS))
+
+    def _reply(self) -> str:
+        paragraphs = [". ".join(self._words(6, 16).capitalize() for _ in range(int(self.rng.integers(2, 5)))) + "."
+                      for _ in range(int(self.rng.integers(2, 4)))]
+        return tokens.last("\n\n".join(paragraphs), 200)  # a reply is cut at max_output_tokens
+
+    def next(self) -> str:
+        """The last turn's line and reply join the story; the new turn's query."""
+        from engine.turns.inputs import player_line
+
+        if self.line:
+            self.story += [self.line, self.reply]
+        self.line, self.reply = player_line(f"I {self._words(4, 12)}"), self._reply()
+        self.lines.append(self.line)
+        return scene_query([*self.story[-3:], self.line], self.NAMES)
+
+    def lead(self) -> str:
+        """The new turn's first query part: the names and the player's line."""
+        return query_parts(scene_query([*self.story[-3:], self.line], self.NAMES))[0]
+
+
+def _second_stage_setup(big_library, monkeypatch):
+    """The library's second-stage vectors (stand-ins of the real shape, made
+    instantly), the default stage (the real all-mpnet-base-v2), and the real
+    MiniLM for the query, both loaded and warm: loading is not a turn's cost."""
     from engine.knowledge import calibration, stage_for, stage_vectors
     from engine.knowledge.calibration import calibration_key
-    from engine.providers.embedders import MPNET_ID
+    from engine.providers.embedders import MPNET_ID, MiniLMEmbedder, MPNetEmbedder
     from engine.settings import Settings
 
-    db, campaign, embedder, _, total = big_library
+    db, campaign, _, _, total = big_library
     if calibration.floor_for(MPNET_ID) is None:  # timing does not depend on the floor's value
         monkeypatch.setitem(calibration.registry(), calibration_key(MPNET_ID), {"floor": 0.3})
     stage_vectors.catch_up(db, campaign, RandomMPNet(), progress=False)
     stage = stage_for(Settings(), MINILM_ID)  # the defaults: "auto" behind the embedded MiniLM
-    assert stage is not None and stage.model_id == MPNET_ID
-    stage.embedder.embed(["warm the model"])  # loading the model once is not a turn's cost
+    assert stage is not None and stage.model_id == MPNET_ID and isinstance(stage.embedder, MPNetEmbedder)
+    first = MiniLMEmbedder()  # the passages' MiniLM vectors are stand-ins; the query is embedded for real
+    first.embed(["warm the model"])
+    stage.embedder.embed(["warm the model"])
+    return db, campaign, total, first, stage, Settings()
 
-    def turn():
-        return retrieve(db, campaign, SCENE, embedder=embedder, budget_tokens=8000, second_stage=stage)
 
-    sel = benchmark.pedantic(turn, rounds=20, iterations=1, warmup_rounds=2)
-    r = sel.report
-    assert r["second_stage_used"] and r["semantic_scanned"] == min(total, 4000)
-    # the defaults: the fused score over each path's best STAGE_CANDIDATES (fewer where the paths overlap)
+def _median_ms(times: list[float]) -> float:
+    import statistics
+
+    return round(statistics.median(times) * 1000, 1)
+
+
+@pytest.mark.realmodel
+def test_retrieval_with_the_second_stage_over_4000_passages(benchmark, big_library, monkeypatch):
+    """Target: a turn with the default second stage (all-mpnet-base-v2) over
+    4,000 passages in <= 150 ms on an idle machine, its query embedded by the
+    real models; the passage vectors were computed ahead (here: stand-ins of
+    the same shape).
+
+    Each round is a new turn of a played sequence (`PlayedTurns`). Timed by
+    the benchmark, what the defaults do: after the last reply was stored its
+    paragraphs were embedded off the turn's path (`knowledge.prepare_query`,
+    which the turn's background thread runs; run here in the round's setup,
+    untimed, as it runs while the player reads), so the turn embeds the
+    player's new line with both models. Recorded beside it, not a target: a
+    cold turn with every part new to both models (nothing prepared, nothing
+    kept), and the first stage alone on prepared turns."""
+    import os
+    import time
+
+    from engine.knowledge import prepare_query
     from engine.knowledge.second_stage import STAGE_CANDIDATES
+    from engine.providers.embedders import MPNET_ID
+    from engine.vectors import QUERIES
 
+    load = os.getloadavg()[0]
+    db, campaign, total, first, stage, settings = _second_stage_setup(big_library, monkeypatch)
+    played = PlayedTurns()
+    QUERIES.clear()
+
+    def prepared_turn():
+        query = played.next()
+        prepare_query(db, campaign, played.story[-4:], played.NAMES, embedder=first, settings=settings)
+        assert not QUERIES.held(MPNET_ID, played.lead())  # the new line is embedded in the timed turn
+        return (query,), {}
+
+    def turn(query, second_stage=stage):
+        return retrieve(db, campaign, query, embedder=first, budget_tokens=8000, standing=played.NAMES,
+                        second_stage=second_stage)
+
+    rounds = 20 if benchmark.enabled else 1
+    sel = benchmark.pedantic(turn, setup=prepared_turn, rounds=rounds, iterations=1, warmup_rounds=2)
+    r = sel.report
+    assert r["second_stage_used"] and r["semantic_used"] and r["semantic_scanned"] == min(total, 4000)
+    # the defaults: the fused score over each path's best STAGE_CANDIDATES (fewer where the paths overlap)
     assert r["second_stage_fused"] and STAGE_CANDIDATES <= r["second_stage_scored"] <= 2 * STAGE_CANDIDATES
-    benchmark.extra_info.update(candidates_scored=r["second_stage_scored"])
+    assert QUERIES.held(MPNET_ID, played.lead()) and len(set(played.lines)) == len(played.lines)
+
+    def timed(setup, **kw) -> list[float]:
+        times = []
+        for _ in range(rounds):
+            (query,), _ = setup()
+            started = time.perf_counter()
+            out = turn(query, **kw)
+            times.append(time.perf_counter() - started)
+            assert out.report["second_stage_used"] == ("second_stage" not in kw)
+        return times
+
+    def cold_turn():
+        query = played.next()
+        QUERIES.clear()  # nothing prepared, nothing kept: every part is new to both models
+        return (query,), {}
+
+    cold = timed(cold_turn)
+    first_alone = timed(prepared_turn, second_stage=None)
+    median = benchmark.stats.stats.median * 1000 if benchmark.enabled else None
+    benchmark.extra_info.update(
+        candidates_scored=r["second_stage_scored"], load_average=round(load, 2),
+        prepared_median_ms=round(median, 1) if median is not None else None,
+        cold_median_ms=_median_ms(cold), first_stage_alone_prepared_median_ms=_median_ms(first_alone),
+        target_ms=150, target_asserted=bool(benchmark.enabled and load <= IDLE_LOAD))
+    if benchmark.enabled and load <= IDLE_LOAD:
+        assert median <= 150, f"prepared turn {median:.0f} ms (cold {_median_ms(cold)} ms) at load {load:.2f}"
 
 
 @pytest.mark.realmodel
 def test_retrieval_with_the_second_models_scan_over_4000_passages(benchmark, big_library, monkeypatch):
-    """Recorded, not a target (the scan is off by default): the same turn
-    with the second model also scanning every passage's stored vector for
-    its own best ten (4,000 x 768 floats, held in memory between turns)."""
-    from engine.knowledge import calibration, stage_for, stage_vectors
+    """Recorded, not a target (the scan is off by default): the same prepared
+    turns with the second model also scanning every passage's stored vector
+    for its own best ten (4,000 x 768 floats, held in memory between turns)."""
+    from engine.knowledge import prepare_query
     from engine.knowledge import second_stage as stages
-    from engine.knowledge.calibration import calibration_key
-    from engine.providers.embedders import MPNET_ID
-    from engine.settings import Settings
+    from engine.vectors import QUERIES
 
-    db, campaign, embedder, _, total = big_library
-    if calibration.floor_for(MPNET_ID) is None:
-        monkeypatch.setitem(calibration.registry(), calibration_key(MPNET_ID), {"floor": 0.3})
-    stage_vectors.catch_up(db, campaign, RandomMPNet(), progress=False)
+    db, campaign, _, first, stage, settings = _second_stage_setup(big_library, monkeypatch)
     monkeypatch.setattr(stages, "SCAN_CANDIDATES", 10)
-    stage = stage_for(Settings(), MINILM_ID)
-    stage.embedder.embed(["warm the model"])
+    played = PlayedTurns(seed=31)
+    QUERIES.clear()
 
-    def turn():
-        return retrieve(db, campaign, SCENE, embedder=embedder, budget_tokens=8000, second_stage=stage)
+    def prepared_turn():
+        query = played.next()
+        prepare_query(db, campaign, played.story[-4:], played.NAMES, embedder=first, settings=settings)
+        return (query,), {}
 
-    sel = benchmark.pedantic(turn, rounds=20, iterations=1, warmup_rounds=2)
+    def turn(query):
+        return retrieve(db, campaign, query, embedder=first, budget_tokens=8000, standing=played.NAMES,
+                        second_stage=stage)
+
+    sel = benchmark.pedantic(turn, setup=prepared_turn, rounds=20 if benchmark.enabled else 1, iterations=1,
+                             warmup_rounds=2)
     assert sel.report["second_stage_used"] and sel.report["second_stage_scan"] == 10
 
 

@@ -17,7 +17,8 @@ def test_the_public_api_is_exactly_this():
         "PARSER_VERSION", "QUERY_STORY_TEXTS", "REFERENCE", "Calibration", "Chunk", "EmbeddingPass", "KnowledgeRefused", "Library",
         "PairSet", "Population", "Retrieved", "Selection", "Status", "calibrate", "calibration_key", "catch_up",
         "chunk", "digest", "floor_for", "has_sources", "index_line", "load_pairs", "normalize", "render", "retrieve",
-        "scene_query", "StagePass", "relevance", "stage_for", "start_background",
+        "scene_query", "StagePass", "relevance", "stage_for", "start_background", "prepare_query", "start_prepare",
+        "wait_prepared",
     ])
 
 
