@@ -176,7 +176,8 @@ BLACK_FEN = Spec(
         Fact("card-abbey", "card", "Thornby Abbey's infirmarian, Sister Hild, trusts no travelling healer.",
              "I knock at the infirmary of Thornby Abbey.", "Sister Hild", card_keys=("Thornby Abbey",)),
         Fact("card-weirs", "card", "The eel weirs belong to the Fen Reeve, who fines anyone fishing them a goose.",
-             "I set a line at the eel weirs.", "goose", card_keys=("eel weirs",)),
+             # "Fen Reeve", not "goose": the filler's "Children chase a goose" put the needle in the history.
+             "I set a line at the eel weirs.", "Fen Reeve", card_keys=("eel weirs",)),
         Fact("memory-teacher", "memory", "Ada learned her trade from Master Osric of Lincoln, who died of the fever.",
              "I think about the man who taught me my trade.", "Osric"),
         Fact("memory-vow", "memory", "Ada promised the reeve's wife to return before Candlemas.",
