@@ -202,6 +202,10 @@ class Settings:
     # Ask the narrator to append a ```state block of typed events each turn.
     state_protocol: bool = setting(True, "Narrative state", "Ask the narrator for state events (who, where, "
                                    "what is carried).", panel=True)
+    # engine.narrative.reply_opening says why and what it measured.
+    open_reply: bool = setting(True, "Start the reply", "The embedded narrator's reply begins from your input told "
+                               "as story (\"You light the lantern.\") and goes on from there; a small model stays "
+                               "with what you did. Those words are not stored twice.")
     memory_enabled: bool = setting(True, "Memory", "Write memories after each turn and recall them.", panel=True)
     auto_summarize: bool = setting(True, "Summaries", "Summarise the story as it grows.")
     memory_top_k: int = setting(5, "Memories recalled", "Memories recalled per turn.", low=1, high=50)

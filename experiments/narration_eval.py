@@ -27,7 +27,8 @@ from engine.memory.bank import write_due_memories
 from engine.narrative import ends_at_sentence, first_person, split
 from engine.narrative.prose import takes_up
 
-__all__ = ["SCRIPT", "TUNING", "Step", "play", "summarise", "memory_quality", "repeated_ngrams", "took_up", "plot_turns"]
+__all__ = ["SCRIPT", "TUNING", "Step", "play", "summarise", "memory_quality", "opening_ab", "repeated_ngrams",
+           "took_up", "plot_turns"]
 
 
 @dataclass(frozen=True)
@@ -117,9 +118,11 @@ def repeated_ngrams(replies: Sequence[str], n: int = 4) -> list[float]:
 
 def play(path: str | Path, *, narrator="local", steps: Sequence[Step] = SCRIPT, turns: int | None = None,
          max_output_tokens: int = 200, memory: bool = True, embedder: str = "local", progress: bool = True,
-         ask_again: bool = False, **settings) -> tuple[pd.DataFrame, list[dict]]:
+         ask_again: bool = False, prompts: dict | None = None, **settings) -> tuple[pd.DataFrame, list[dict]]:
     """Play the script (cycled to `turns`) on a fresh file; one row per turn,
     and the memory log (the model's memory and the kept one, per block).
+    `prompts`, when given, receives each turn's last narration prompt by turn
+    number (what `opening_ab` asks again).
 
     `ask_again` measures a reply rule before the turn runner has it: a reply
     naming none of the things its input named (engine.narrative.takes_up) is
@@ -135,7 +138,11 @@ def play(path: str | Path, *, narrator="local", steps: Sequence[Step] = SCRIPT, 
                            "off the coach with a lantern and a letter for the harbour master.")
     steps = list(steps) if turns is None else [steps[i % len(steps)] for i in range(turns)]
     rows, log, replies = [], [], []
+    current = [0]
+    if prompts is not None:
+        _record_prompts(wb.narrator, prompts, current)
     for i, step in enumerate(tqdm(steps, desc="narration", disable=not progress)):
+        current[0] = i
         try:
             turn = {"act": lambda s=step: camp.act(s.text), "direct": lambda s=step: camp.direct(s.text),
                     "continue": camp.continue_story}[step.mode]()
@@ -172,6 +179,50 @@ def play(path: str | Path, *, narrator="local", steps: Sequence[Step] = SCRIPT, 
         frame.loc[frame["refused"] == "", "repeated_4grams"] = repeated_ngrams(replies)
     wb.close()
     return frame, log
+
+
+def _record_prompts(narrator, into: dict, current: list) -> None:
+    """Keep the narration prompts the narrator is sent, by turn (the instance's
+    own `execute` wrapped: the experiment watches the engine, it does not
+    change it)."""
+    execute = narrator.execute
+
+    def recording(prompt):
+        if prompt.task == "narrate":
+            into[current[0]] = prompt
+        return execute(prompt)
+
+    narrator.execute = recording
+
+
+def opening_ab(frame: pd.DataFrame, prompts: dict, *, seeds: Sequence[int] = (1, 2, 3),
+               max_output_tokens: int = 120, progress: bool = True) -> pd.DataFrame:
+    """The same prompts answered by the embedded narrator with the reply's
+    opening (engine.narrative.reply_opening) and without it (the input said
+    again last in the prompt only), over `seeds`; one row per reply. Uptake
+    counts the model's own words: the opening itself is never part of them.
+
+    Why on fixed prompts: a played campaign's history diverges with every
+    reply, so two plays compare two stories; here only the opening differs."""
+    from dataclasses import replace
+
+    from engine.narrative import split
+    from engine.providers import Text
+    from engine.providers.embedded import LocalNarrator
+
+    named = {int(r["turn"]): r for r in frame.to_dict("records") if r.get("named") and int(r["turn"]) in prompts}
+    jobs = [(t, seed, variant) for t, r in named.items() if prompts[t].opening
+            for seed in seeds for variant in ("restated only", "opening")]
+    rows = []
+    for turn, seed, variant in tqdm(jobs, desc="opening A/B", disable=not progress):
+        prompt = replace(prompts[turn], max_tokens=max_output_tokens,
+                         opening=prompts[turn].opening if variant == "opening" else "")
+        text = "".join(c.text for c in LocalNarrator(seed=seed).execute(prompt) if isinstance(c, Text))
+        step = named[turn]
+        rows.append({"turn": turn, "mode": step["mode"], "input": step["input"], "seed": seed, "variant": variant,
+                     "uptake": took_up(split(text).prose, [n.strip() for n in step["named"].split(",")]),
+                     "reply": text})
+    return pd.DataFrame(rows)
 
 
 def _rule_tokens(turn) -> int:

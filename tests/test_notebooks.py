@@ -72,10 +72,13 @@ def test_narration_eval_notebook_runs_with_small_parameters(tmp_path):
     out, sidecar = tmp_path / "narration_eval.ipynb", tmp_path / "narration_eval.json"
     pm.execute_notebook(str(NOTEBOOKS / "narration_eval.ipynb"), str(out), kernel_name="python3",
                         cwd=str(NOTEBOOKS), progress_bar=False,
-                        parameters={"turns": 3, "max_output_tokens": 48, "memory": False,
-                                    "workdir": str(tmp_path / "work"), "sidecar": str(sidecar)})
+                        parameters={"turns": 3, "max_output_tokens": 48, "memory": False, "ab_seeds": 1,
+                                    "ab_tokens": 16, "workdir": str(tmp_path / "work"), "sidecar": str(sidecar)})
     m = read_metrics(out)
     assert m["turns"] == 3 and len(m["turns_table"]) == 3
+    # Two of the three turns name something (the lantern, the storm): each is asked again both ways.
+    ab = m["opening_ab"]
+    assert set(ab) == {"opening", "restated only"} and ab["opening"]["replies"] == ab["restated only"]["replies"] >= 1
     played = m["turns"] - m["refused"]
     assert played >= 1 and m["ends_after"] == 1.0  # every stored reply ends at a sentence end
     assert set(m["targets"]) == {"second_person_after", "ends_after", "uptake"}

@@ -112,6 +112,9 @@ class Inputs:
     emit_rule: str = ""
     reminder: str = ""
     derived: Sequence[dict] = ()
+    # The reply's first words, when the turn starts the reply for the narrator:
+    # priced here, as they are read before the reply is written.
+    opening: str = ""
 
 
 @dataclass
@@ -119,6 +122,7 @@ class Built:
     system: str
     story: str
     report: Report
+    opening: str = ""
 
 
 def render_line(line: Line) -> str:
@@ -328,7 +332,8 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
     final = _final_sections(settings, brief, inputs)
     pending = render_line(inputs.pending) if inputs.pending else ""
     note = f"[Author's note: {brief.authors_note}]" if brief.authors_note.strip() else ""
-    reserved = _cost(system_sections) + _cost(final) + tokens.count(pending) + tokens.count(note)
+    reserved = (_cost(system_sections) + _cost(final) + tokens.count(pending) + tokens.count(note)
+                + tokens.count(inputs.opening))
     transport = tokens.count(SEPARATOR) * (len(system_sections) + STORY_SECTION_SLOTS) + tokens.count(CONTINUE_HINT)
     output, safety = max(0, settings.max_output_tokens), safety_reserve(budget)
     ratio = _ratio(window)
@@ -358,7 +363,8 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
     counts = {"history": tokens.count_joined(chosen, SEPARATOR)}
     story_parts = [*chosen, *(text for name, text, _ in story_sections if text and name != "history")]
     total = tokens.count(system) + tokens.count_joined(story_parts, SEPARATOR)
-    counted = total + (tokens.count(CONTINUE_HINT) if settings.api_mode != "completion" else tokens.count(SEPARATOR))
+    counted = (total + (tokens.count(CONTINUE_HINT) if settings.api_mode != "completion" else tokens.count(SEPARATOR))
+               + tokens.count(inputs.opening))
     estimate = math.ceil(counted * ratio)
     report = Report({
         "builder": "v2",
@@ -385,8 +391,10 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
         "summary": dict(inputs.summary_info),
         "knowledge": knowledge_report,
         "derived": list(inputs.derived),
+        # Its words are in the turn's rules (accounting), the record of what the reply was given.
+        "opening": {"tokens": tokens.count(inputs.opening)},
     })
-    return Built(system, story, report)
+    return Built(system, story, report, inputs.opening)
 
 
 def _window_report(window: Window | None, configured: int) -> dict:

@@ -32,6 +32,7 @@ from .prose import (
     first_person,
     hold_rules,
     named_things,
+    reply_opening,
     second_person,
     takes_up,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "emit_rule",
     "hold_rules",
     "named_things",
+    "reply_opening",
     "second_person",
     "describe_diff",
     "diff",

@@ -46,6 +46,7 @@ __all__ = [
     "RULE_JSON_FENCE",
     "RULE_LENGTH_HINT",
     "RULE_PASTED_STATE",
+    "RULE_LEADING_LABEL",
     "RULE_QUOTE_MARKER",
     "RULE_SCENE_LINE",
     "RULE_STATE_FENCE",
@@ -129,11 +130,12 @@ RULE_STATE_HEADING = "trailing_state_heading"
 RULE_QUOTE_MARKER = "bare_quote_marker"
 RULE_EMPTY_FENCE = "empty_dangling_fence"
 RULE_SCENE_LINE = "rendered_scene_line"
+RULE_LEADING_LABEL = "leading_label"
 RULES = (
     RULE_STATE_FENCE, RULE_JSON_FENCE, RULE_TRAILING_OBJECT, RULE_INLINE_PROPOSAL,
     RULE_EVENT_CALL, RULE_PASTED_STATE, RULE_LENGTH_HINT, RULE_INSTRUCTION_TAIL,
     RULE_DANGLING_STATE, RULE_DANGLING_JSON, RULE_TRUNCATED_OBJECT, RULE_STATE_HEADING,
-    RULE_QUOTE_MARKER, RULE_EMPTY_FENCE, RULE_SCENE_LINE,
+    RULE_QUOTE_MARKER, RULE_EMPTY_FENCE, RULE_SCENE_LINE, RULE_LEADING_LABEL,
 )
 
 
@@ -1014,6 +1016,25 @@ class _Cleaner:
         return removed
 
 
+# A reply that announces itself ("The next passage is:", "Here is the next
+# part of the story:"), with any "> " marker after the label: the 135M
+# narrator's imitation of the prompt (issue 30's evaluation: "The next passage
+# is: >"). Only at the very start, and only the label: the story after it
+# stays. (A bare "> " opening is the turn runner's to judge, in
+# prose.hold_rules: here it may be a story that quotes an action.)
+_LEADING_LABEL = re.compile(
+    r"\A\s*(?:here\s+is\s+)?(?:the\s+)?(?:next|following)\s+(?:passage|part|section|scene)"
+    r"(?:\s+of\s+the\s+story)?(?:\s+is)?\s*:\s*(?:>\s*)*",
+    re.IGNORECASE)
+
+
+def _leading_label(text: str) -> tuple[str, list[str]]:
+    found = _LEADING_LABEL.match(text)
+    if found is None or not text[found.end():].strip():
+        return text, []
+    return text[found.end():], [found.group()]
+
+
 def _clean(text: str, *, after_block: bool) -> tuple[str, list[_Block], list[tuple[str, str]]]:
     """Removes what the block extraction could not, then trims the tail.
 
@@ -1021,6 +1042,7 @@ def _clean(text: str, *, after_block: bool) -> tuple[str, list[_Block], list[tup
     bare scene line at the end part of the same pasted tail.
     """
     cleaner = _Cleaner(text)
+    cleaner.drop(RULE_LEADING_LABEL, _leading_label)
     cleaner.drop(RULE_EVENT_CALL, _event_call_lines)
     inline = cleaner.drop(RULE_INLINE_PROPOSAL, _inline_proposals)
     cleaner.drop(RULE_PASTED_STATE, _pasted_sections)

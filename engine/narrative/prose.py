@@ -13,7 +13,7 @@ import re
 from .extract import split
 
 __all__ = ["cut_to_sentence", "drop_copied", "ends_at_sentence", "first_person", "hold_rules", "named_things",
-           "outside_quotes", "second_person", "takes_up"]
+           "outside_quotes", "reply_opening", "second_person", "takes_up"]
 
 # A sentence end: . ! ? or … followed by any closing quotes or brackets, then
 # whitespace or the end of the text.
@@ -80,6 +80,37 @@ def second_person(text: str) -> str:
         pieces.append(text[start:end])
         last = end
     return "".join(pieces)
+
+
+# A story direction that opens with one of these is an order to the narrator
+# ("Make the storm break."), not an event the story can begin with; those are
+# left to the restated line in the prompt.
+_ORDERS = frozenset(
+    "add begin bring change continue cut describe end explain focus give have include introduce kill let make "
+    "move narrate remove reveal send show skip start switch take tell write".split())
+
+
+def reply_opening(kind: str | None, line: str) -> str:
+    """The words a reply to `line` starts with, written by the engine for the
+    narrator to continue: the player's action in the second person ("You
+    light the lantern."), or a direction that states an event ("A storm
+    breaks over the harbour."). Empty for Continue, and for a direction that
+    is an order.
+
+    Why: a reply that begins inside the input is about the input. On issue
+    30's twelve tuning turns (SmolLM2-135M, three seeds each) the model's own
+    words named what the input named in 15 of 33 replies begun so, against 7
+    of 33 with the input only restated at the end of the prompt (the opening
+    itself not counted)."""
+    text = " ".join((line or "").split())
+    if kind == "player":
+        text = second_person(text.lstrip(">").strip())
+    elif kind != "direction" or text.split(" ", 1)[0].lower().strip(",.!:;") in _ORDERS:
+        return ""
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:]
+    return text if _FINAL.search(text) else text + "."
 
 
 def hold_rules(prose: str, earlier: str = "") -> tuple[str, dict]:

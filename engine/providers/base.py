@@ -26,6 +26,10 @@ class Prompt:
     # "narrate" continues the story (the provider appends CONTINUE_HINT);
     # anything else ("memory", "summary") is an instruction answered as asked.
     task: str = "narrate"
+    # The reply's first words, written by the engine (engine.narrative.reply_opening):
+    # a narrator that can continue a reply it did not start (`continues_opening`)
+    # writes on from them, and the words are not part of what it returns.
+    opening: str = ""
 
     @property
     def user_text(self) -> str:

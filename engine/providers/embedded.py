@@ -128,6 +128,10 @@ def crash_message(why: str, what: str = "turn") -> str:
 class LocalNarrator:
     """Narrates with a GGUF model in a worker process; one generation at a time per model."""
 
+    # The worker renders the model's chat template itself and writes on from
+    # a prompt's `opening` (a model without a template ignores it).
+    continues_opening = True
+
     def __init__(self, n_ctx: int = DEFAULT_N_CTX, seed: int | None = None, model_path: str | Path | None = None,
                  db=None, cache_reuse: bool = True):
         self.path = check_gguf(model_path) if model_path else _bundled()
@@ -203,6 +207,7 @@ class LocalNarrator:
             "cache_reuse": REUSE_CHUNK if self.cache_reuse else 0,
             # Memory and summary requests run beside the story's cache, not over it.
             "slot": STORY_SLOT if prompt.task == "narrate" else prompt.task,
+            "opening": prompt.opening if prompt.task == "narrate" else "",
         }
         status, usage = "", {}
         try:

@@ -319,6 +319,58 @@ def _restore_sequence(llama, tokens, buffer, size) -> None:
     llama._requires_eval = True
 
 
+def opened_prompt(llama, messages: list[dict], opening: str):
+    """The prompt's tokens with the reply already begun: the model's own chat
+    template rendered as llama-cpp-python's chat handler renders it (the same
+    tokens, so the story's cache is reused), then `opening` after the reply's
+    header, for the model to write on from. None without an opening or a
+    template (the chat completion runs as before).
+
+    The opening is tokenized without special tokens: it is the player's text,
+    and a typed "<|im_end|>" must stay text, not end the reply's turn."""
+    template = llama.metadata.get("tokenizer.chat_template") if opening else None
+    if not template:
+        return None
+    from llama_cpp import llama_chat_format
+
+    eos, bos = llama.token_eos(), llama.token_bos()
+    formatter = llama_chat_format.Jinja2ChatFormatter(
+        template=template, eos_token=llama._model.token_get_text(eos) if eos != -1 else "",
+        bos_token=llama._model.token_get_text(bos) if bos != -1 else "", stop_token_ids=[eos])
+    rendered = formatter(messages=messages)
+    head = llama.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
+    return head + llama.tokenize(opening.encode("utf-8"), add_bos=False, special=False), rendered.stop, \
+        rendered.stopping_criteria
+
+
+# After an opening the reply's end-of-turn token is barred for this many
+# tokens: "You light the lantern." reads as a whole reply, and the 135M model
+# sometimes ended its turn right there (an empty reply, asked again or failed).
+OPENING_MIN_TOKENS = 8
+
+
+def _no_end_before(llama, prompt_tokens: int):
+    """A logits processor that keeps the model from ending its turn within
+    OPENING_MIN_TOKENS of the prompt's end."""
+    import llama_cpp
+    import numpy as np
+
+    ends = [t for t in {llama.token_eos(), *_im_end(llama)} if t is not None and t >= 0]
+
+    def processor(input_ids, scores):
+        if len(input_ids) < prompt_tokens + OPENING_MIN_TOKENS:
+            scores[ends] = -np.inf
+        return scores
+
+    return llama_cpp.LogitsProcessorList([processor])
+
+
+def _im_end(llama) -> list[int]:
+    """The chat template's end-of-turn token when it is one token of its own."""
+    found = llama.tokenize(b"<|im_end|>", add_bos=False, special=True)
+    return found if len(found) == 1 else []
+
+
 def _generate(conn, llama, spec: dict, slots: Slots | None = None) -> None:
     """Stream one chat completion. The KV cache of the previous prompt stays in
     `llama`; chunks of it the new prompt repeats are moved into place and only
@@ -335,16 +387,22 @@ def _generate(conn, llama, spec: dict, slots: Slots | None = None) -> None:
     started = time.perf_counter()
     first = None
     produced = 0
-    stream = llama.create_chat_completion(
-        messages=messages, max_tokens=spec["max_tokens"], temperature=spec["temperature"],
-        repeat_penalty=spec["repeat_penalty"], stream=True, seed=spec.get("seed"),
-        **{k: spec[k] for k in SAMPLING_FIELDS if spec.get(k) is not None},
-    )
+    sampling = {"max_tokens": spec["max_tokens"], "temperature": spec["temperature"],
+                "repeat_penalty": spec["repeat_penalty"], "stream": True, "seed": spec.get("seed"),
+                **{k: spec[k] for k in SAMPLING_FIELDS if spec.get(k) is not None}}
+    opened = opened_prompt(llama, messages, spec.get("opening") or "")
+    if opened is None:
+        stream = llama.create_chat_completion(messages=messages, **sampling)
+    else:
+        tokens, stop, stopping = opened
+        stream = llama.create_completion(tokens, stop=stop, stopping_criteria=stopping,
+                                         logits_processor=_no_end_before(llama, len(tokens)), **sampling)
     stopped = False
     for chunk in stream:
         if first is None:
             first = time.perf_counter()
-        delta = chunk["choices"][0].get("delta", {})
+        choice = chunk["choices"][0]
+        delta = choice.get("delta") or {"content": choice.get("text")}
         if delta.get("reasoning_content"):
             conn.send(("reasoning", delta["reasoning_content"]))
         if delta.get("content"):

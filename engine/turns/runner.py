@@ -140,7 +140,8 @@ def _gather(session, campaign_id: int, path, settings: Settings, embedder, pendi
 
 
 def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settings, window: Window,
-          embedder=None) -> _Plan:
+          embedder=None, opens: bool = False) -> _Plan:
+    """`opens`: the narrator can write on from an opening (`continues_opening`)."""
     with db.reading() as session:
         campaign = session.get(CampaignRow, campaign_id)
         tree = StoryTree(session, campaign)
@@ -162,12 +163,19 @@ def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settin
         protocol = {"state_text": narrative.render_state(state), "emit_rule": narrative.emit_rule(window.tokens),
                     "reminder": narrative.EMIT_REMINDER} if settings.state_protocol else {}
         library = _knowledge(session, db, campaign, settings, window, embedder, state, text, recent)
+        answered = (kind, text) if kind or before is None else (before.kind, before.text)  # a retry answers its parent
+        opening = narrative.reply_opening(*answered) if opens and settings.open_reply else ""
         inputs = context.Inputs(pending=context.Line(kind, text, end + 1) if kind else None, knowledge=library,
-                                **gathered, **protocol)
+                                opening=opening, **gathered, **protocol)
         history = PathHistory(session, path, end)
         built = context.build(brief_of(campaign), history, settings, window, inputs)
         head = (campaign.head_branch_id, campaign.head_depth)
     return _Plan(head, kind, text, built, retry_of, memory_ids, state, history.reference(built.report))
+
+
+def _opens(narrator) -> bool:
+    """Only a narrator that can write on from words it did not choose is given them."""
+    return bool(getattr(narrator, "continues_opening", False))
 
 
 def _stream(narrator, prompt, on_text, on_reasoning, cancel, reasoning_budget: int = 4096, on_status=None):
@@ -219,7 +227,7 @@ def dry_run(db: Database, campaign_id: int, narrator: Narrator, settings: Settin
     """The context the next turn would be given, with no model call and no model load."""
     peek = getattr(narrator, "peek_window", None)
     window = peek() if peek else narrator.context_window()
-    return _plan(db, campaign_id, request, settings, window, embedder).built
+    return _plan(db, campaign_id, request, settings, window, embedder, _opens(narrator)).built
 
 
 def run_turn(
@@ -240,9 +248,11 @@ def run_turn(
         raise NotAllowed(f"Unknown turn mode {request.mode!r}; use one of {', '.join(MODES)}.")
     started = time.perf_counter()
     window = narrator.context_window()
-    plan = _plan(db, campaign_id, request, settings, window, embedder)
+    plan = _plan(db, campaign_id, request, settings, window, embedder, _opens(narrator))
     prepared = time.perf_counter()
-    prompt = Prompt(plan.built.system, plan.built.story, settings.max_output_tokens, settings.temperature)
+    opening = plan.built.opening
+    prompt = Prompt(plan.built.system, plan.built.story, settings.max_output_tokens, settings.temperature,
+                    opening=opening)
     asked = 0
     while True:
         asked += 1
@@ -262,6 +272,7 @@ def run_turn(
     history = report.section("history")
     prose, rules = narrative.hold_rules(prose, history.text if history is not None else "")
     rules["asked"] = asked
+    rules["opening"] = opening
     accounting = classify_usage(
         usage.as_dict(), estimate=report.tokens.estimate, budget=report.tokens.budget,
         max_output_tokens=settings.max_output_tokens, window_verified=window.verified,

@@ -469,3 +469,23 @@ def test_the_short_rule_keeps_every_event_in_the_form_the_parser_reads():
     assert found.prose == "The smith hands you the key." and len(found.events) == 3
     outcome = apply({}, found.events, source="narrator")
     assert not outcome.rejected and len(outcome.accepted) == 3
+
+
+@pytest.mark.parametrize(("reply", "prose", "label"), [
+    ("The next passage is: > You're standing by the quay. Gulls cry.", "You're standing by the quay. Gulls cry.",
+     "The next passage is: >"),
+    ("Here is the next part of the story:\nThe bell rings.", "The bell rings.", "Here is the next part of the story:"),
+])
+def test_a_reply_that_announces_itself_keeps_only_its_story(reply, prose, label):
+    result = extract.split(reply)
+    assert result.prose == prose
+    assert result.removals == [(extract.RULE_LEADING_LABEL, label)]
+
+
+@pytest.mark.parametrize("reply", [
+    "The next passage opens slowly as gulls cry.",  # no label: a sentence that begins so
+    "Rain falls. > You wait.",  # a marker later in the reply is not its opening
+    "The next passage is:",  # a label with no story after it is left for the other rules
+])
+def test_story_that_only_looks_like_a_label_is_kept(reply):
+    assert extract.RULE_LEADING_LABEL not in rules_of(extract.split(reply))

@@ -108,3 +108,21 @@ def test_the_rules_drop_what_the_story_shown_already_holds_before_cutting():
     assert kept == "A gull lands." and rules["dropped_copies"] == 1 and rules["tail"] == "It"
     kept, rules = hold_rules("The bell in the harbour tower rings twice across the water. A gull lands.")
     assert kept.startswith("The bell") and rules["dropped_copies"] == 0  # no story shown: nothing is a copy
+
+
+@pytest.mark.parametrize(("kind", "line", "opening"), [
+    ("player", "> You pick up the broken oar.", "You pick up the broken oar."),
+    ("player", "> I light a candle in my room", "You light a candle in your room."),
+    ("player", '> You say "I am lost."', 'You say "I am lost."'),  # speech keeps its own words
+    ("player", "> I'm tired", "You're tired."),
+    ("direction", "a storm breaks over the harbour", "A storm breaks over the harbour."),
+    ("direction", "Make the storm break.", ""),  # an order to the narrator, not an event
+    ("direction", "Introduce a stranger, please", ""),
+    ("narrator", "The rain stops.", ""),
+    (None, "", ""),
+    ("player", ">   ", ""),
+])
+def test_the_opening_of_a_reply_tells_the_input_as_story(kind, line, opening):
+    from engine.narrative import reply_opening
+
+    assert reply_opening(kind, line) == opening

@@ -209,3 +209,38 @@ def test_the_installed_build_is_the_portable_one():
     assert narrator.check()[0]
     info = narrator.worker.info["system_info"]
     assert "AVX2 = 1" in info and unportable_features(info) == [], info
+
+
+def test_the_model_writes_on_from_an_opening_read_after_the_same_prompt():
+    """The opening is read after exactly the prompt the chat path sends (so the
+    story's cache serves it), and the reply is the model's words after it."""
+    narrator = LocalNarrator()
+    system = "You narrate a story in the second person, present tense."
+    story = "You stand in a cold cellar below the harbour.\n\n> You light the lantern."
+    plain = list(narrator.execute(Prompt(system, story, max_tokens=8)))[-1]
+    chunks = list(narrator.execute(Prompt(system, story, max_tokens=24, opening="You light the lantern.")))
+    opened = chunks[-1]
+    # The chat prompt is a prefix of the opened one: all of it came from the cache.
+    assert opened.cached_tokens >= plain.prompt_tokens - 1
+    assert plain.prompt_tokens + 4 <= opened.prompt_tokens <= plain.prompt_tokens + 12
+    # The opening reads like a whole reply; the model may not end its turn straight after it.
+    from engine.providers.worker import OPENING_MIN_TOKENS
+
+    assert "".join(c.text for c in chunks if isinstance(c, Text)).strip()
+    assert OPENING_MIN_TOKENS <= opened.completion_tokens <= 24
+
+
+def test_an_opening_is_text_even_when_it_spells_a_control_token():
+    import llama_cpp
+
+    from engine.providers.worker import opened_prompt
+
+    llama = llama_cpp.Llama(str(model_path()), n_ctx=512, verbose=False)
+    end = llama.tokenize(b"<|im_end|>", add_bos=False, special=True)
+    assert len(end) == 1  # the control token itself
+    messages = [{"role": "system", "content": "Narrate."}, {"role": "user", "content": "A door."}]
+    tokens, _, _ = opened_prompt(llama, messages, 'You say "<|im_end|>"')
+    head, _, _ = opened_prompt(llama, messages, "You")
+    assert tokens[:len(head) - 1] == head[:-1]  # the same rendered prompt before the opening
+    assert tokens.count(end[0]) == head.count(end[0]) == 2  # the system's and the user's turn ends only
+    assert opened_prompt(llama, messages, "") is None

@@ -63,3 +63,46 @@ def test_a_reply_without_one_complete_sentence_is_marked_as_trailing_off(db_path
     turn = camp.act("light the lamp")
     assert turn.text == "The lamp flickers and the shadows…" and turn.cut and turn.tail == ""
     assert turn.accounting["rules"]["trailed_off"]
+
+
+class OpeningNarrator(ScriptedNarrator):
+    """A narrator that, like the embedded one, writes on from a given opening."""
+
+    continues_opening = True
+
+
+def test_the_reply_is_begun_from_the_input_and_the_opening_is_not_stored(db_path):
+    wb = Workbench.open(db_path, background=False)
+    narrator = OpeningNarrator(["The flame catches and the cellar walls glow."])
+    wb.configure(narrator=narrator, embedder="none", memory_enabled=False, auto_summarize=False)
+    camp = wb.new_campaign("Rules", protagonist="Wren", opening="Rain on the harbour.")
+    turn = camp.act("I light the lantern")
+    assert narrator.prompts[-1].opening == "You light the lantern."
+    assert turn.text == "The flame catches and the cellar walls glow."  # the narrator's words only
+    assert turn.accounting["rules"]["opening"] == "You light the lantern."
+    assert turn.report["opening"]["tokens"] > 0  # priced in the budget
+    camp.direct("A storm breaks over the harbour.")
+    assert narrator.prompts[-1].opening == "A storm breaks over the harbour."
+    camp.direct("Make the storm worse.")  # an order to the narrator is not story to begin with
+    assert narrator.prompts[-1].opening == ""
+    camp.continue_story()
+    assert narrator.prompts[-1].opening == ""
+    camp.act('"Who goes there?"')
+    camp.retry()  # a retry answers the same input, begun the same way
+    assert narrator.prompts[-1].opening == narrator.prompts[-2].opening == 'You say "Who goes there?"'
+
+
+def test_a_narrator_that_cannot_continue_an_opening_is_not_given_one(db_path):
+    wb, narrator, camp = play(db_path, ["The flame catches."])
+    turn = camp.act("light the lantern")
+    assert narrator.prompts[-1].opening == "" and turn.accounting["rules"]["opening"] == ""
+    assert "[Now: You light the lantern.]" in narrator.prompts[-1].story  # the input is still said last
+
+
+def test_the_opening_can_be_turned_off(db_path):
+    wb = Workbench.open(db_path, background=False)
+    narrator = OpeningNarrator(["The flame catches."])
+    wb.configure(narrator=narrator, embedder="none", memory_enabled=False, auto_summarize=False, open_reply=False)
+    camp = wb.new_campaign("Rules", protagonist="Wren", opening="Rain on the harbour.")
+    camp.act("light the lantern")
+    assert narrator.prompts[-1].opening == ""
