@@ -13,6 +13,7 @@ narrows it to the lexical path and says so in `semantic_note`.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -239,6 +240,7 @@ def _search(db: Database, campaign_id: int, query_text: str, embedder, query_vec
     """Both candidate paths and absolute admission, in one read transaction."""
     words = fts.terms(query_text)[: fts.MAX_TERMS]
     parts = query_parts(query_text)
+    _second_query_ahead(db, campaign_id, stage, parts)
     with db.reading() as s:
         library = reads.sources(s, campaign_id)
         pool = [(pid, sc) for pid, sc in fts.search(s, campaign_id, words, LEXICAL_POOL + len(exclude))
@@ -270,6 +272,46 @@ def _search(db: Database, campaign_id: int, query_text: str, embedder, query_vec
         wanted = found.admitted_lex | found.admitted_sem | set(found.always)
         found.loaded = _load(s, campaign_id, wanted) if wanted else {}
     return found
+
+
+# (file, campaign, second model) -> whether that model judged the campaign's
+# last turn: the next turn embeds its query ahead only then (see below).
+_judged: dict[tuple[str, int, str], bool] = {}
+
+
+def _judged_key(db: Database, campaign_id: int, stage) -> tuple[str, int, str]:
+    return str(db.path), campaign_id, stage.model_id
+
+
+def _second_query_ahead(db: Database, campaign_id: int, stage, parts: list[str]) -> None:
+    """Start the second model's query embedding in a thread of its own,
+    beside the first stage, when that model judged this campaign's last turn.
+
+    Why: with the story's parts prepared after the last reply, a turn's
+    second stage waits on one all-mpnet-base-v2 pass over the player's line
+    (~100 ms on one thread of the 2-core machine, measured), after a first
+    stage of ~70 ms (its own MiniLM pass, the lexical and vector scans) that
+    the second model needs nothing from. The stage's own `query` call later
+    in the turn finds the line held, or being embedded, in the query-vector
+    cache (`engine.vectors.QUERIES` waits for it), so nothing is passed and
+    a failure here is met again, and reported, where the turn asks.
+
+    Only after a judged turn: while the library's second-stage vectors are
+    still being computed the stage judges nothing and needs no query, and a
+    pass spent on it would only compete with the first stage for the cores."""
+    if stage is None or not getattr(stage, "needs_vectors", False) or not parts:
+        return
+    if not _judged.get(_judged_key(db, campaign_id, stage)):
+        return
+    wanted = parts[:stages.STAGE_PARTS]
+
+    def embed():
+        try:
+            stage.query(wanted)
+        except Exception:  # noqa: BLE001 - the turn's own call meets it and says so in the report
+            pass
+
+    threading.Thread(target=embed, name="second-stage-query", daemon=True).start()
 
 
 def _first_cosines(found: _Found, ids: Iterable[int]) -> dict[int, float]:
@@ -429,6 +471,8 @@ def retrieve(db: Database, campaign_id: int, query_text: str, *, embedder, budge
     """
     found = _search(db, campaign_id, query_text, embedder, query_vector, frozenset(int(i) for i in exclude),
                     standing, second_stage)
+    if found.second is not None:
+        _judged[_judged_key(db, campaign_id, second_stage)] = found.staged
     if found.second is not None and not found.staged and second_stage.needs_vectors and second_stage.background:
         from . import stage_vectors
 

@@ -187,3 +187,35 @@ def test_one_preparation_at_a_time_per_campaign(db, campaign, played):
     gate.set()
     running.join(10)
     assert wait_prepared(db, campaign, timeout=10).first
+
+
+def test_after_a_judged_turn_the_second_models_query_is_embedded_beside_the_first_stage(
+        db, campaign, played, monkeypatch):
+    """The second model's pass over the player's line starts in its own
+    thread as the turn begins, once that model judged the campaign's last
+    turn; the stage's own call finds it held or waits for it: one pass."""
+    first, second = played
+    asked = []
+    query = second.query
+    monkeypatch.setattr(second, "query", lambda parts: asked.append(threading.current_thread().name) or query(parts))
+    _, sel = next_turn(db, campaign, first, second)
+    assert sel.report["second_stage_used"] and asked == ["MainThread"]  # no judged turn before it
+
+    asked.clear()
+    second.embedder.texts.clear()
+    following = [*STORY, LINE, "The door groans open."]
+    query_text, sel = next_turn(db, campaign, first, second, story=following, line="> I step inside.")
+    line_part = query_parts(query_text)[0]
+    assert sel.report["second_stage_used"] and "second-stage-query" in asked
+    assert second.embedder.embedded().count(line_part) == 1  # embedded once, by whichever asked first
+
+
+def test_no_query_is_embedded_ahead_while_the_second_model_judges_nothing(db, campaign, calibrated, second,
+                                                                           monkeypatch):
+    first = Counting(TopicEmbedder())
+    lib = Library(db, campaign, lambda: first, progress=False, second_stage=second)
+    lib.add("abbey.md", ABBEY)  # its second-stage vector is never computed: the stage cannot judge
+    for line in (LINE, "> I step inside."):
+        _, sel = next_turn(db, campaign, first, second, line=line)
+        assert not sel.report["second_stage_used"]
+    assert second.embedder.embedded() == []
