@@ -28,7 +28,7 @@ from engine.narrative import ends_at_sentence, first_person, split
 from engine.narrative.prose import takes_up
 
 __all__ = ["SCRIPT", "TUNING", "Step", "play", "summarise", "memory_quality", "opening_ab", "repeated_ngrams",
-           "took_up", "plot_turns"]
+           "takes_ab", "took_up", "plot_turns"]
 
 
 @dataclass(frozen=True)
@@ -127,15 +127,8 @@ def play(path: str | Path, *, narrator="local", steps: Sequence[Step] = SCRIPT, 
     `ask_again` measures a reply rule before the turn runner has it: a reply
     naming none of the things its input named (engine.narrative.takes_up) is
     taken once more with Retry, and the turn's row is the second take."""
-    path = Path(path)
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
-    wb = Workbench.open(path, background=False)
-    wb.configure(narrator=narrator, embedder=embedder, max_output_tokens=max_output_tokens, memory_enabled=False,
-                 auto_summarize=False, **settings)
-    camp = wb.new_campaign("Gull Harbour", premise="A harbour town on a stormy coast, where a keeper went missing.",
-                           protagonist="Wren", opening="Rain drums on the slate roofs of Gull Harbour as you step "
-                           "off the coach with a lantern and a letter for the harbour master.")
+    wb, camp = _campaign(path, narrator=narrator, embedder=embedder, max_output_tokens=max_output_tokens,
+                         **settings)
     steps = list(steps) if turns is None else [steps[i % len(steps)] for i in range(turns)]
     rows, log, replies = [], [], []
     current = [0]
@@ -179,6 +172,54 @@ def play(path: str | Path, *, narrator="local", steps: Sequence[Step] = SCRIPT, 
         frame.loc[frame["refused"] == "", "repeated_4grams"] = repeated_ngrams(replies)
     wb.close()
     return frame, log
+
+
+def _campaign(path: str | Path, **settings):
+    """A fresh file and the script's campaign, memory and summaries off."""
+    path = Path(path)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    wb = Workbench.open(path, background=False)
+    wb.configure(memory_enabled=False, auto_summarize=False, **settings)
+    camp = wb.new_campaign("Gull Harbour", premise="A harbour town on a stormy coast, where a keeper went missing.",
+                           protagonist="Wren", opening="Rain drums on the slate roofs of Gull Harbour as you step "
+                           "off the coach with a lantern and a letter for the harbour master.")
+    return wb, camp
+
+
+def takes_ab(path: str | Path, *, steps: Sequence[Step] = SCRIPT, takes: Sequence[int] = (1, 3), repeats: int = 3,
+             max_output_tokens: int = 200, progress: bool = True) -> pd.DataFrame:
+    """The embedded narrator's stored reply with each `uptake_takes` value, on
+    the same prompts: after each turn of the script that named something, the
+    turn is taken again with Retry (the same input, the same story) `repeats`
+    times under each value; one row per take. The story goes on from the last
+    take, so every value meets the same prompts."""
+    wb, camp = _campaign(path, narrator="local", embedder="local", max_output_tokens=max_output_tokens)
+    rows = []
+    for i, step in enumerate(tqdm(list(steps), desc="takes A/B", disable=not progress)):
+        wb.configure(uptake_takes=1)
+        try:
+            {"act": lambda s=step: camp.act(s.text), "direct": lambda s=step: camp.direct(s.text),
+             "continue": camp.continue_story}[step.mode]()
+        except TurnFailed:
+            continue
+        if not step.named:
+            continue
+        for value in takes:
+            wb.configure(uptake_takes=value)
+            for r in range(repeats):
+                started = time.perf_counter()
+                try:
+                    turn = camp.retry()
+                except TurnFailed as exc:
+                    rows.append({"turn": i, "input": step.text, "takes": value, "repeat": r, "refused": str(exc)})
+                    continue
+                rules = (turn.accounting or {}).get("rules") or {}
+                rows.append({"turn": i, "input": step.text, "takes": value, "repeat": r, "refused": "",
+                             "uptake": took_up(turn.text, step.named), "asked": rules.get("asked", 1),
+                             "seconds": round(time.perf_counter() - started, 1), "reply": turn.text})
+    wb.close()
+    return pd.DataFrame(rows)
 
 
 def _record_prompts(narrator, into: dict, current: list) -> None:

@@ -193,12 +193,21 @@ def named_things(line: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def takes_up(reply: str, line: str) -> bool | None:
+def takes_up(reply: str, line: str, known: str = "") -> bool | None:
     """Whether the reply names one of the things the input named (None when
-    it named none): a reply that ignores every one is worth asking again."""
+    it named none): a reply that ignores every one is worth asking again.
+
+    With `known` (the story the prompt showed), the things it already names
+    are set aside while the input names anything new: "unfold the harbour
+    master's letter" in a harbour town is about the letter, and a reply
+    naming the harbour had passed (issue 30's tuning turns: a judge without
+    this let 2 of 3 starts through and gained no uptake)."""
     wanted = named_things(line)
     if not wanted:
         return None
+    if known:
+        seen = {_stem(w) for w in _WORD.findall(known)}
+        wanted = [w for w in wanted if w not in seen] or wanted
     said = {_stem(w) for w in _WORD.findall(reply or "")}
     return any(w in said for w in wanted)
 

@@ -131,6 +131,9 @@ class LocalNarrator:
     # The worker renders the model's chat template itself and writes on from
     # a prompt's `opening` (a model without a template ignores it).
     continues_opening = True
+    # Its reply's start is judged before the reader sees it (settings.uptake_takes):
+    # a 40-word hold is 1-2 s of a small local model; a server's reply streams at once.
+    judge_starts = True
 
     def __init__(self, n_ctx: int = DEFAULT_N_CTX, seed: int | None = None, model_path: str | Path | None = None,
                  db=None, cache_reuse: bool = True):

@@ -36,6 +36,13 @@ MODES = ("act", "direct", "continue", "retry")
 # turn fails: on the defaults 3 of 45 turns of the 135M model (and the first
 # turn after a server restart) failed so, and a second sample costs one reply.
 EMPTY_RETRIES = 1
+# A reply is judged on its first JUDGED_WORDS words: one naming none of the
+# things its input named is stopped there and asked again, while
+# settings.uptake_takes allows (1 by default: it did not raise uptake on the
+# tuning turns, see the setting); what it had written is held back from the
+# reader until the judgement. 40 words is about two sentences of the 135M
+# narrator, 1-2 s of its time; the last take is kept whatever it says.
+JUDGED_WORDS = 40
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,7 @@ class _Plan:
     memory_ids: list[int]
     state_before: dict
     history: HistoryRef | None = None
+    answered: tuple[str | None, str] = (None, "")  # the input the reply answers (a retry's parent's)
 
 
 class PathHistory:
@@ -170,7 +178,7 @@ def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settin
         history = PathHistory(session, path, end)
         built = context.build(brief_of(campaign), history, settings, window, inputs)
         head = (campaign.head_branch_id, campaign.head_depth)
-    return _Plan(head, kind, text, built, retry_of, memory_ids, state, history.reference(built.report))
+    return _Plan(head, kind, text, built, retry_of, memory_ids, state, history.reference(built.report), answered)
 
 
 def _opens(narrator) -> bool:
@@ -178,7 +186,27 @@ def _opens(narrator) -> bool:
     return bool(getattr(narrator, "continues_opening", False))
 
 
-def _stream(narrator, prompt, on_text, on_reasoning, cancel, reasoning_budget: int = 4096, on_status=None):
+def _judge(answered: tuple[str | None, str], takes: int, known: str = ""):
+    """The judgement of a reply's start for the input it answers (the things
+    the story `known` already names set aside), or None when there is nothing
+    to judge (Continue, an input naming nothing, one take)."""
+    kind, line = answered
+    if takes < 2 or kind not in ("player", "direction") or not narrative.named_things(line):
+        return None
+
+    def judge(text: str) -> bool | None:
+        if narrative.takes_up(text, line, known):
+            return True
+        return False if len(text.split()) >= JUDGED_WORDS else None
+
+    return judge
+
+
+def _stream(narrator, prompt, on_text, on_reasoning, cancel, reasoning_budget: int = 4096, on_status=None,
+            judge=None):
+    """The reply, its reasoning and usage. With `judge`, the text is held back
+    from `on_text` until judge(text so far) says True (then it streams on) or
+    False: the take is stopped and (None, None, its start) returned."""
     text, reasoning, usage = [], [], Usage()
     stream = narrator.execute(prompt)
     try:
@@ -187,6 +215,13 @@ def _stream(narrator, prompt, on_text, on_reasoning, cancel, reasoning_budget: i
                 raise TurnCancelled("Stopped: the narration was cancelled and nothing was written.")
             if isinstance(chunk, Text):
                 text.append(chunk.text)
+                if judge is not None:
+                    verdict = judge("".join(text))
+                    if verdict is False:
+                        return None, None, "".join(text)
+                    if verdict is None:
+                        continue
+                    judge, chunk = None, Text("".join(text))  # taken up: what was held streams now
                 if on_text:
                     on_text(chunk.text)
             elif isinstance(chunk, Reasoning):
@@ -210,6 +245,8 @@ def _stream(narrator, prompt, on_text, on_reasoning, cancel, reasoning_budget: i
             close()
     if cancel is not None and cancel.is_set():
         raise TurnCancelled("Stopped: the narration was cancelled and nothing was written.")
+    if judge is not None and text and on_text:  # a reply shorter than the judged start
+        on_text("".join(text))
     return "".join(text), _capped("".join(reasoning).strip(), reasoning_budget) or None, usage
 
 
@@ -253,14 +290,23 @@ def run_turn(
     opening = plan.built.opening
     prompt = Prompt(plan.built.system, plan.built.story, settings.max_output_tokens, settings.temperature,
                     opening=opening)
-    asked = 0
+    takes = settings.uptake_takes if getattr(narrator, "judge_starts", False) else 1
+    shown = plan.built.report.section("history")
+    asked, set_aside = 0, []
+    judged = _judge(plan.answered, takes, shown.text if shown is not None else "")
     while True:
         asked += 1
+        judge = judged if len(set_aside) + 1 < takes else None
         raw, reasoning, usage = _stream(narrator, prompt, on_text, on_reasoning, cancel,
-                                        settings.max_reasoning_tokens, on_status)
+                                        settings.max_reasoning_tokens, on_status, judge)
+        if raw is None:  # stopped: it named none of the input's things
+            set_aside.append(usage)
+            if on_status:
+                on_status("The reply did not take up what you named; asking again.")
+            continue
         extraction = narrative.split(raw)
         prose = extraction.prose.strip()
-        if prose or asked > EMPTY_RETRIES:
+        if prose or asked - len(set_aside) > EMPTY_RETRIES:
             break
         if on_status:  # a reply of protocol text only: asked again, once, before the turn fails
             on_status("The narrator wrote no story text; asking it once more.")
@@ -273,6 +319,7 @@ def run_turn(
     prose, rules = narrative.hold_rules(prose, history.text if history is not None else "")
     rules["asked"] = asked
     rules["opening"] = opening
+    rules["set_aside"] = set_aside  # the starts of takes stopped for not taking up the input
     accounting = classify_usage(
         usage.as_dict(), estimate=report.tokens.estimate, budget=report.tokens.budget,
         max_output_tokens=settings.max_output_tokens, window_verified=window.verified,

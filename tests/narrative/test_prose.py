@@ -126,3 +126,14 @@ def test_the_opening_of_a_reply_tells_the_input_as_story(kind, line, opening):
     from engine.narrative import reply_opening
 
     assert reply_opening(kind, line) == opening
+
+
+def test_a_reply_takes_up_what_the_input_brings_not_what_the_story_already_holds():
+    from engine.narrative import takes_up
+
+    line = "> You unfold the harbour master's letter."
+    story = "Rain drums on the roofs of the harbour. The harbour master is away."
+    assert takes_up("The harbour is grey.", line) is True  # any thing named counts without the story
+    assert takes_up("The harbour is grey.", line, story) is False  # the harbour was there already
+    assert takes_up("The letter is sealed with wax.", line, story) is True
+    assert takes_up("The harbour is grey.", "> You look at the harbour.", story) is True  # nothing new named

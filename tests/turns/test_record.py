@@ -71,9 +71,11 @@ def test_a_recurring_text_is_stored_once(long_play):
         texts = s.execute(text("SELECT count(*) FROM prompt_texts")).scalar_one()
     systems = {p.system for p in narrator.prompts}
     assert len(systems) < 10 < len(narrator.prompts)
-    # far fewer texts than takes times sections: the system block, the canon and
-    # the retrieved passages recur; memories, state and summaries change sometimes
-    assert texts < 4 * len(narrator.prompts)
+    # far fewer texts than takes times sections (about 12 a take): the system block, the canon and
+    # the retrieved passages recur; memories, state and summaries change sometimes. The count is not
+    # the same from one process to the next (1,104-1,109 texts for 277 takes, measured on one commit),
+    # so the bound has room above 4 a take.
+    assert texts < 4.5 * len(narrator.prompts)
 
 
 def test_a_history_that_does_not_rebuild_is_stored_as_text():

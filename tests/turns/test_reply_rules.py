@@ -106,3 +106,68 @@ def test_the_opening_can_be_turned_off(db_path):
     camp = wb.new_campaign("Rules", protagonist="Wren", opening="Rain on the harbour.")
     camp.act("light the lantern")
     assert narrator.prompts[-1].opening == ""
+
+
+class JudgedNarrator(OpeningNarrator):
+    """Like the embedded narrator: its reply's start is judged before it is shown."""
+
+    judge_starts = True
+
+
+OFF_TOPIC = " ".join(["The gulls wheel over the grey quay while the tide turns slowly."] * 4)  # 44 words
+
+
+def judged(db_path, replies, **settings):
+    wb = Workbench.open(db_path, background=False)
+    narrator = JudgedNarrator(replies)
+    settings = {"uptake_takes": 3, **settings}  # off by default (1): measured to gain nothing on the 135M model
+    wb.configure(narrator=narrator, embedder="none", memory_enabled=False, auto_summarize=False, **settings)
+    return narrator, wb.new_campaign("Rules", protagonist="Wren", opening="Rain on the harbour.")
+
+
+def test_a_reply_that_ignores_what_the_input_named_is_stopped_and_asked_again(db_path):
+    narrator, camp = judged(db_path, [OFF_TOPIC, "The lantern's flame steadies in your hand."])
+    shown, said = [], []
+    turn = camp.act("light the lantern", on_text=shown.append, on_status=said.append)
+    assert len(narrator.prompts) == 2 and turn.text == "The lantern's flame steadies in your hand."
+    assert "".join(shown) == turn.text  # the stopped take was never shown to the reader
+    rules = turn.accounting["rules"]
+    assert rules["asked"] == 2 and len(rules["set_aside"]) == 1 and "gulls" in rules["set_aside"][0]
+    assert len(rules["set_aside"][0].split()) == 40  # stopped at the judged start, not read to its end
+    assert any("asking again" in s for s in said)
+
+
+def test_the_last_take_is_kept_whatever_it_says(db_path):
+    narrator, camp = judged(db_path, [OFF_TOPIC], uptake_takes=3)
+    turn = camp.act("light the lantern")
+    assert len(narrator.prompts) == 3 and turn.text.startswith("The gulls")
+    assert len(turn.accounting["rules"]["set_aside"]) == 2
+
+
+def test_what_is_not_judged(db_path):
+    narrator, camp = judged(db_path, [OFF_TOPIC])
+    camp.continue_story()  # Continue names nothing
+    camp.act("wait")  # nor does an input of no things
+    assert len(narrator.prompts) == 2
+    short = "The gulls cry."  # a reply shorter than the judged start is shown whole and kept
+    narrator.replies = [short]
+    shown = []
+    assert camp.act("light the lantern", on_text=shown.append).text == short and "".join(shown) == short
+    narrator, camp = judged(db_path.with_name("one.db"), [OFF_TOPIC], uptake_takes=1)
+    camp.act("light the lantern")
+    assert len(narrator.prompts) == 1
+
+
+def test_a_server_narrator_streams_at_once_and_is_not_judged(db_path):
+    wb, narrator, camp = play(db_path, [OFF_TOPIC])
+    shown = []
+    camp.act("light the lantern", on_text=shown.append)
+    assert len(narrator.prompts) == 1 and len(shown) > 1  # word by word, not held back
+
+
+def test_the_judged_start_is_off_by_default(db_path):
+    wb = Workbench.open(db_path, background=False)
+    narrator = JudgedNarrator([OFF_TOPIC])
+    wb.configure(narrator=narrator, embedder="none", memory_enabled=False, auto_summarize=False)
+    wb.new_campaign("Rules", protagonist="Wren", opening="Rain.").act("light the lantern")
+    assert len(narrator.prompts) == 1
