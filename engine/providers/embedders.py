@@ -113,16 +113,26 @@ _st_lock = threading.Lock()
 _st_models: dict[str, object] = {}  # model id -> a loaded SentenceTransformer, once per process
 
 
-def _fit_threads() -> None:
-    """Torch's threads to the idle cores (worker.default_threads), before
-    each encode. Its threads spin-wait like llama.cpp's: on this 2-core
-    machine under load, one all-mpnet-base-v2 query took 4.6 s on 2 threads
-    and 1.2 s on 1 (medians of 5, measured); an idle machine keeps every core."""
+def _fit_threads(query: bool = False) -> None:
+    """Torch's threads before each encode: one for a query, else the idle
+    cores (worker.default_threads). Its threads spin-wait like llama.cpp's:
+    on this 2-core machine under load, one all-mpnet-base-v2 query took 4.6 s
+    on 2 threads and 1.2 s on 1 (medians of 5, measured); an idle machine
+    gives passages every core.
+
+    One for a query because a turn runs its two models side by side
+    (retrieval embeds the second model's query beside the first stage), and
+    torch's thread count is one setting for the whole process: two passes of
+    two threads each on two cores, or a count changed under a running pass,
+    cost more than they gave. Measured idle on prepared turns, alternating
+    rounds (18 each): one thread 144-145 ms median, two 155 ms, the count
+    following the load average (so changing between the passes) 159-170 ms.
+    STORY_WORKBENCH_THREADS, when set, still decides for both."""
     import torch
 
-    from .worker import default_threads
+    from .worker import THREADS_ENV, default_threads
 
-    wanted = default_threads()
+    wanted = 1 if query and not os.environ.get(THREADS_ENV, "").strip() else default_threads()
     if torch.get_num_threads() != wanted:
         torch.set_num_threads(wanted)
 
@@ -163,12 +173,12 @@ class _LocalSentenceEmbedder:
         if not texts:
             return _empty()
         model = self._model()
-        _fit_threads()
+        texts = list(texts)
+        _fit_threads(query=len(texts) <= QUERY_TEXTS)
 
         def encode(batch: list[str]):
             return model.encode(batch, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False)
 
-        texts = list(texts)
         if len(texts) > QUERY_TEXTS:  # passages ahead of play: encode sorts them by length into batches
             return np.asarray(encode(texts), dtype=np.float32)
         rows: dict[int, np.ndarray] = {}
