@@ -241,3 +241,87 @@ def test_in_play_every_scene_is_the_newest_input_after_the_labels_story(tmp_path
     assert query.index(scene) < query.index(labels.story[-1][:40])  # the reader's line leads
     s = ev.summarise(ev.evaluate(camp, labels, windows=(4096,), progress=False))[4096]
     assert s["targeted_hits"] >= 3 and s["off_topic_admitting"] == 0
+
+
+def _candidates(rows):
+    """A fusion table from (kind, scene, relevant, second, cosine, evidence_ratio) rows."""
+    return pd.DataFrame([{"kind": k, "id": sid, "relevant": rel, "second": s, "cosine": c, "evidence_ratio": e}
+                         for k, sid, rel, s, c, e in rows])
+
+
+def test_the_fused_fit_weighs_the_feature_that_separates_relevance():
+    """Only the second model's score tells relevant candidates from the rest
+    (cosine and evidence are spread alike over both): the fit must weigh it
+    up and order every relevant candidate above every irrelevant one. A row
+    the second model never scored (NaN) is left out, not fitted on."""
+    table = _candidates([
+        *[("targeted", f"t{i}", True, s, c, e) for i, (s, c, e) in enumerate(
+            [(0.80, 0.3, 0.0), (0.75, 0.6, 1.0), (0.85, 0.5, 2.0), (0.70, 0.4, 0.5)])],
+        *[("targeted", f"t{i % 4}", False, s, c, e) for i, (s, c, e) in enumerate(
+            [(0.20, 0.3, 0.0), (0.30, 0.6, 1.0), (0.25, 0.5, 2.0), (0.15, 0.4, 0.5)])],
+        *[("off_topic", f"o{i}", False, s, c, e) for i, (s, c, e) in enumerate(
+            [(0.35, 0.6, 0.0), (0.10, 0.3, 2.0), (0.30, 0.4, 0.5), (0.20, 0.5, 1.0)])],
+        ("targeted", "t0", True, None, 0.9, 2.0),  # outside the second model's candidates
+    ])
+    coefficients = ev.fit_fusion(table)
+    assert set(coefficients) == {"bias", "second", "cosine", "evidence_ratio"}
+    assert coefficients["second"] > 0
+    assert coefficients["second"] > 2 * max(abs(coefficients["cosine"]), abs(coefficients["evidence_ratio"]))
+    scored = table[table.second.notna()]
+    score = ev.fused(scored, coefficients)
+    assert score[scored.relevant].min() > score[~scored.relevant].max()
+
+
+def test_the_fused_fit_refuses_a_table_with_one_class():
+    """Nothing relevant among the candidates (a tuning half whose scenes all
+    missed) leaves nothing to fit: it is refused, not fitted to a constant.
+    The refusal is scikit-learn's own ValueError; fit_fusion adds none."""
+    table = _candidates([("off_topic", "o1", False, 0.3, 0.4, 0.0), ("targeted", "t1", False, 0.6, 0.5, 1.0)])
+    with pytest.raises(ValueError, match="2 classes"):
+        ev.fit_fusion(table)
+
+
+def _sweep_table(rows):
+    """A fusion table for the sweep from (kind, scene, relevant, fused, lex_rank, sem_rank, cost) rows;
+    every passage Canon (weight 1). Returns the table and its fused score."""
+    table = pd.DataFrame([{"kind": k, "id": sid, "relevant": rel, "lex_rank": lr, "sem_rank": sr, "scan_rank": None,
+                           "cost": cost, "class": "canon", "weight": 1.0} for k, sid, rel, _, lr, sr, cost in rows])
+    return table, pd.Series([r[3] for r in rows], dtype=float)
+
+
+def test_the_fusion_sweep_counts_hits_precision_and_everyday_scenes_by_hand():
+    """t1's relevant passage is its best (0.9 over 0.5); t2's relevant
+    passage (0.6) sits under an irrelevant one (0.7); the everyday scene's
+    best is 0.55. So a floor of 0.6 keeps both hits and admits no everyday
+    scene; 0.5 lets the everyday scene in; a cut of 0.9 to the best, or a
+    cap of one, loses t2. The sweep's choice is floor 0.6, no cut, cap 2."""
+    table, score = _sweep_table([
+        ("targeted", "t1", True, 0.9, 1, None, 50), ("targeted", "t1", False, 0.5, None, 1, 50),
+        ("targeted", "t2", False, 0.7, None, 1, 50), ("targeted", "t2", True, 0.6, 1, None, 50),
+        ("off_topic", "o1", False, 0.55, None, 1, 50),
+    ])
+    sweep = ev.fusion_sweep(table, score, floors=(0.5, 0.6), cuts=(0.0, 0.9), caps=(1, 2))
+    got = sweep.set_index(["floor", "cut", "cap"])[["hits_4096", "precision_4096", "off_topic_4096"]]
+    assert got.loc[(0.5, 0.0, 2)].tolist() == [2, 0.5, 1]  # shown: 0.9 0.5 | 0.7 0.6 | 0.55
+    assert got.loc[(0.6, 0.0, 2)].tolist() == [2, round(2 / 3, 3), 0]  # shown: 0.9 | 0.7 0.6
+    assert got.loc[(0.6, 0.9, 2)].tolist() == [1, 0.5, 0]  # t2's best is 0.7: the cut is 0.63
+    assert got.loc[(0.6, 0.0, 1)].tolist() == [1, 0.5, 0]  # t2 shows only its best, the wrong one
+    assert sweep.hit_rate_4096.max() == 1.0 and len(sweep) == 8
+    assert ev.choose(sweep)[["floor", "cut", "cap"]].tolist() == [0.6, 0.0, 2]
+
+
+def test_the_fusion_sweep_keeps_to_the_candidate_paths_and_the_budget():
+    """A relevant passage deeper in its path than `per_path` is no candidate;
+    one too long for the knowledge tokens is not shown at that window but is
+    at a larger one; and a paraphrase scene's hit is counted apart."""
+    table, score = _sweep_table([
+        ("targeted", "deep", True, 0.9, 3, None, 50), ("targeted", "deep", False, 0.8, 1, None, 50),
+        ("targeted", "long", True, 0.9, 1, None, 1000),
+    ])
+    paths = {"1": {"per_path": 1}, "3": {"per_path": 3}}
+    sweep = ev.fusion_sweep(table, score, floors=(0.5,), cuts=(0.0,), caps=(3,), paths=paths,
+                            knowledge_tokens={4096: 883, 16384: 3000}, paraphrase=["long"])
+    got = sweep.set_index("paths")
+    assert got.loc["1", ["hits_4096", "hits_16384"]].tolist() == [0, 1]  # "deep" is no candidate; "long" too long
+    assert got.loc["3", ["hits_4096", "hits_16384"]].tolist() == [1, 2]
+    assert got.loc["3", ["paraphrase_hits_4096", "paraphrase_hits_16384"]].tolist() == [0, 1]
