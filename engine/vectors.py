@@ -61,9 +61,10 @@ __all__ = [
 CACHED_ENTRIES = 16
 # Query texts held by `QUERIES`. A turn asks at most 8 query parts of the
 # first model (knowledge.query.QUERY_PARTS) and 2 of the second
-# (second_stage.STAGE_PARTS), and the next turn's are prepared beside them:
-# about 20 per open campaign, so 256 keeps a dozen campaigns' turns, at most
-# 256 x 768 float32 = 0.8 MB.
+# (second_stage.STAGE_PARTS), memory recall at most 5 of the first
+# (memory.recall.query_parts, mostly the same texts), and the next turn's are
+# prepared beside them: about 20-25 per open campaign, so 256 keeps ten
+# campaigns' turns, at most 256 x 768 float32 = 0.8 MB.
 QUERY_TEXTS = 256
 # How long a caller waits for a text another thread is embedding right now
 # (the next turn's parts prepared in the background) before embedding it

@@ -26,6 +26,7 @@ from sqlalchemy import select
 from ..budget import tokens
 from ..store.memory_tables import MemoryRow
 from ..story.lineage import Path
+from ..vectors import QUERIES
 from .bank import on_path, recent_story
 from .guard import terms
 from .vectors import CACHE, cache_key, cosines
@@ -104,10 +105,17 @@ def _catalogue(session, path: Path, model_id: str) -> list[tuple[int, bool, str,
 
 def _scores(embedder, vectors, parts: list[tuple[str, float]], query: str, method: str) -> dict[int, float]:
     """Each memory's best weighed cosine over the parts ("parts"), or its
-    cosine against the whole query as one text ("single", the old way)."""
+    cosine against the whole query as one text ("single", the old way).
+
+    The parts are embedded through the shared query-vector cache
+    (`engine.vectors.QUERIES`), so only text no earlier query held is
+    embedded: a turn's newest story nodes were the previous turn's parts
+    too, and a single-paragraph node is also a part of the knowledge query
+    (`knowledge.query.query_parts`) embedded by the same model. The vectors
+    are the embedder's own, so the scores are those of embedding every part."""
     if method == "single":
         return dict(zip(vectors.ids, cosines(vectors.vectors, embedder.embed([query])[0]).tolist(), strict=True))
-    queries = embedder.embed([text for text, _ in parts])
+    queries = QUERIES.embed(embedder, [text for text, _ in parts])
     best = np.max([cosines(vectors.vectors, q) * w for q, (_, w) in zip(queries, parts, strict=True)], axis=0)
     return dict(zip(vectors.ids, np.atleast_1d(best).tolist(), strict=True))
 

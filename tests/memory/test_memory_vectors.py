@@ -23,15 +23,19 @@ NORTH, SOUTH, EAST = np.eye(4, dtype=np.float32)[:3]
 
 
 class Fixed:
-    """Embeds every query as one given vector."""
+    """Embeds its own line (which names its vector) as one given vector, and
+    any other text as zeros: one model id, one vector per text, as the
+    query-vector cache recall embeds through (`engine.vectors.QUERIES`) takes
+    an embedder to be. The story's parts then score 0 and the line decides."""
 
     model_id = MODEL
 
     def __init__(self, vector):
         self.vector = np.asarray(vector, dtype=np.float32)
+        self.line = f"I walk on {self.vector.tobytes().hex()}"
 
     def embed(self, texts):
-        return np.stack([self.vector] * len(texts))
+        return np.stack([self.vector if t == self.line else np.zeros_like(self.vector) for t in texts])
 
 
 def open_bench(path: Path):
@@ -56,7 +60,8 @@ def scores(db: Database, camp, query) -> dict[str, float]:
     """{memory text: similarity} of what recall carries for `query`."""
     with db.reading() as s:
         path = StoryTree(s, s.get(CampaignRow, camp.id)).path()
-        found = recall(s, camp.id, path, Fixed(query), 5, "I walk on")
+        embedder = Fixed(query)
+        found = recall(s, camp.id, path, embedder, 5, embedder.line)
     return {m["text"]: m["similarity"] for m in found.used}
 
 

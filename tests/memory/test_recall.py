@@ -7,6 +7,7 @@ from sqlalchemy import select
 
 from engine import TurnFailed, Workbench
 from engine.store.memory_tables import MemoryRow
+from engine.vectors import QUERIES
 
 FILLER = "The road runs on under a grey sky. " * 60
 SECRET = "Aldric hid the ledger beneath the third flagstone."
@@ -141,3 +142,27 @@ def test_switching_embedding_model_re_embeds(play):
     assert used(camp.context("the ledger")) == []  # no mixing of models
     camp.act("wait again")
     assert other.calls and SECRET in used(camp.context("the ledger under the flagstone"))
+
+
+def test_recall_embeds_only_query_parts_no_earlier_query_held(play):
+    """Recall's query parts go through the shared query-vector cache
+    (engine.vectors.QUERIES): the story nodes a turn shares with the previous
+    turn's query are not embedded again, the same query twice embeds nothing,
+    and the cached vectors give the very memories and scores fresh ones do."""
+    wb, camp = play
+    camp.act("look around")
+    camp.memories.add(SECRET)
+    camp.memories.add("Mara keeps the silver key in her boot.")
+    camp.act("wait")  # derived work embeds the bank
+    camp.act("listen")  # its recall embeds its line and the story before it
+    bag, line = wb.embedder, "I lift the third flagstone and look for the ledger"
+    before = len(bag.calls)
+    first = camp.context(line)["memories"]
+    (new,) = bag.calls[before:]  # the line and the newest reply; the three older parts were held
+    assert line in new[0] and new[1:] == [camp.history()[-1].text]
+    again = camp.context(line)["memories"]
+    assert len(bag.calls) == before + 1  # nothing new to embed
+    assert again["used"] == first["used"] and SECRET in used({"memories": first})
+    QUERIES.clear()
+    fresh = camp.context(line)["memories"]
+    assert len(bag.calls[-1]) == first["parts"] == 5 and fresh["used"] == first["used"]
