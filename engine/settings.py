@@ -206,6 +206,9 @@ class Settings:
     open_reply: bool = setting(True, "Start the reply", "The embedded narrator's reply begins from your input told "
                                "as story (\"You light the lantern.\") and goes on from there; a small model stays "
                                "with what you did. Those words are not stored twice.")
+    # engine.providers.embedded.STEER_BIAS says what it measured.
+    steer_named: bool = setting(False, "Steer to what you named", "The embedded narrator favours the words for the "
+                                "things your input named (\"the lantern\") until its reply has named one.")
     # engine.turns.runner.JUDGED_WORDS says how a reply's start is judged. Off by default: on issue 30's
     # tuning turns (narration_eval.takes_ab, 11 named turns x 2 retries each) the stored reply took up the
     # named thing in 6 of 22 with one take and 6 of 22 with up to three (2.1 starts a turn); a lenient

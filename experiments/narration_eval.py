@@ -28,7 +28,7 @@ from engine.narrative import ends_at_sentence, first_person, split
 from engine.narrative.prose import takes_up
 
 __all__ = ["SCRIPT", "TUNING", "Step", "play", "summarise", "memory_quality", "opening_ab", "repeated_ngrams",
-           "takes_ab", "took_up", "plot_turns"]
+           "steer_ab", "takes_ab", "took_up", "plot_turns"]
 
 
 @dataclass(frozen=True)
@@ -245,6 +245,25 @@ def opening_ab(frame: pd.DataFrame, prompts: dict, *, seeds: Sequence[int] = (1,
 
     Why on fixed prompts: a played campaign's history diverges with every
     reply, so two plays compare two stories; here only the opening differs."""
+    variants = {"restated only": (lambda p: {"opening": "", "steer": ()}, {}),
+                "opening": (lambda p: {"steer": ()}, {})}
+    return _same_prompts(frame, prompts, variants, seeds, max_output_tokens, progress, "opening A/B",
+                         only=lambda p: bool(p.opening))
+
+
+def steer_ab(frame: pd.DataFrame, prompts: dict, *, biases: Sequence[float] = (0.0, 2.0, 4.0, 6.0),
+             seeds: Sequence[int] = (1, 2, 3), max_output_tokens: int = 120, progress: bool = True) -> pd.DataFrame:
+    """The same prompts (each as the turn runner sent it: opening and steer
+    words included, so play with steer_named on) answered by the embedded
+    narrator at each steer bias (0: no steer), over `seeds`; one row per reply,
+    uptake counted on the model's own words against the script's labels."""
+    variants = {f"bias {b:g}": (lambda p: {}, {"steer_bias": b}) for b in biases}
+    return _same_prompts(frame, prompts, variants, seeds, max_output_tokens, progress, "steer A/B")
+
+
+def _same_prompts(frame, prompts, variants: dict, seeds, max_output_tokens, progress, desc, only=None):
+    """Each named turn's recorded prompt asked again under each variant (a
+    change to the prompt, and the LocalNarrator's keyword arguments) and seed."""
     from dataclasses import replace
 
     from engine.narrative import split
@@ -252,15 +271,16 @@ def opening_ab(frame: pd.DataFrame, prompts: dict, *, seeds: Sequence[int] = (1,
     from engine.providers.embedded import LocalNarrator
 
     named = {int(r["turn"]): r for r in frame.to_dict("records") if r.get("named") and int(r["turn"]) in prompts}
-    jobs = [(t, seed, variant) for t, r in named.items() if prompts[t].opening
-            for seed in seeds for variant in ("restated only", "opening")]
+    jobs = [(t, seed, variant) for t in named if only is None or only(prompts[t])
+            for seed in seeds for variant in variants]
     rows = []
-    for turn, seed, variant in tqdm(jobs, desc="opening A/B", disable=not progress):
-        prompt = replace(prompts[turn], max_tokens=max_output_tokens,
-                         opening=prompts[turn].opening if variant == "opening" else "")
-        text = "".join(c.text for c in LocalNarrator(seed=seed).execute(prompt) if isinstance(c, Text))
+    for turn, seed, variant in tqdm(jobs, desc=desc, disable=not progress):
+        change, kwargs = variants[variant]
+        prompt = replace(prompts[turn], max_tokens=max_output_tokens, **change(prompts[turn]))
+        text = "".join(c.text for c in LocalNarrator(seed=seed, **kwargs).execute(prompt) if isinstance(c, Text))
         step = named[turn]
         rows.append({"turn": turn, "mode": step["mode"], "input": step["input"], "seed": seed, "variant": variant,
+                     "steer": ", ".join(prompt.steer),
                      "uptake": took_up(split(text).prose, [n.strip() for n in step["named"].split(",")]),
                      "reply": text})
     return pd.DataFrame(rows)

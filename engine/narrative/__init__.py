@@ -34,6 +34,7 @@ from .prose import (
     named_things,
     reply_opening,
     second_person,
+    steer_words,
     takes_up,
 )
 from .render import render_state
@@ -70,6 +71,7 @@ __all__ = [
     "owner_of",
     "render_state",
     "split",
+    "steer_words",
     "takes_up",
     "vocabulary_for_prompt",
     "withdrawn_facts",

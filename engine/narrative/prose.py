@@ -212,6 +212,41 @@ def takes_up(reply: str, line: str, known: str = "") -> bool | None:
     return any(w in said for w in wanted)
 
 
+def _verbs_of(direction: str) -> set[str]:
+    """The stems of a direction's likely verbs: an -s word straight after
+    another content word, not the line's last ("Fog rolls in", "A black cat
+    follows you", "A cart rattles past"; "The guards draw swords" keeps its
+    swords). Steered, "rolls" was written and "fog" never was."""
+    words = _WORD.findall(direction)
+    found = set()
+    for before, word in zip(words, words[1:-1], strict=False):
+        low = before.lower()
+        if low not in _FUNCTION_WORDS and low not in _DETERMINERS and _stem(word) != word.lower():
+            found.add(_stem(word))
+    return found
+
+
+def steer_words(kind: str | None, line: str, known: str = "") -> list[str]:
+    """The words a reply to `line` is steered towards (engine.providers.worker
+    biases their tokens until the reply names one): the input's new named
+    things (`takes_up`'s, the story's `known` ones set aside), each as the
+    input spelled it and as its singular. None for Continue."""
+    if kind not in ("player", "direction"):
+        return []
+    wanted = named_things(line)
+    if kind == "direction":
+        wanted = [w for w in wanted if w not in _verbs_of(line)] or wanted
+    if known:
+        seen = {_stem(w) for w in _WORD.findall(known)}
+        wanted = [w for w in wanted if w not in seen] or wanted
+    found = []
+    for word in _WORD.findall(line.lstrip("> ")):
+        stem = _stem(word)
+        if stem in wanted:
+            found += [word.lower().replace("’", "'").removesuffix("'s"), stem]
+    return list(dict.fromkeys(found))
+
+
 # A sentence is a copy when this share of its word 4-grams is already in the
 # story; below 4 words a sentence is too short to call a copy.
 COPY_SHARE = 0.8

@@ -30,6 +30,9 @@ class Prompt:
     # a narrator that can continue a reply it did not start (`continues_opening`)
     # writes on from them, and the words are not part of what it returns.
     opening: str = ""
+    # Words the reply should name (engine.narrative.steer_words): a narrator
+    # that can bias its own sampling (`steers`) favours them until one is written.
+    steer: tuple[str, ...] = ()
 
     @property
     def user_text(self) -> str:

@@ -45,6 +45,11 @@ REPEAT_PENALTY = 1.3
 # 0.95, top_k 40). None is set: on the same tuning turns min_p 0.1 took up 1 of
 # 11 and min_p 0.2 4 of 11 (repeated 4-grams 39 %, 58 %), against 6 of 11 at 0.05.
 SAMPLING: dict = {}
+# What the steer adds to the logit of a named thing's first token until the
+# reply names one (engine.providers.worker._steered; settings.steer_named).
+# Chosen on issue 30's tuning turns: see narration_eval.steer_ab and
+# docs/research.md.
+STEER_BIAS = 4.0
 # A one-token smoke generation loads the model first: ~1 s for SmolLM2, tens
 # of seconds for a multi-GB file on a slow disk.
 SMOKE_TIMEOUT = 300.0
@@ -134,9 +139,11 @@ class LocalNarrator:
     # Its reply's start is judged before the reader sees it (settings.uptake_takes):
     # a 40-word hold is 1-2 s of a small local model; a server's reply streams at once.
     judge_starts = True
+    # It biases its own sampling towards a prompt's `steer` words.
+    steers = True
 
     def __init__(self, n_ctx: int = DEFAULT_N_CTX, seed: int | None = None, model_path: str | Path | None = None,
-                 db=None, cache_reuse: bool = True):
+                 db=None, cache_reuse: bool = True, steer_bias: float = STEER_BIAS):
         self.path = check_gguf(model_path) if model_path else _bundled()
         # The model's tokens per cl100k token, learned from each prompt it
         # counts; kept in the workbench file when there is one (SmolLM2 counted
@@ -150,6 +157,7 @@ class LocalNarrator:
         # Move cached chunks the prompt repeats (the kept history after a
         # floor step) instead of reading them again; False matches prefixes only.
         self.cache_reuse = cache_reuse
+        self.steer_bias = steer_bias
         self.last_usage: dict = {}
 
     @property
@@ -211,6 +219,7 @@ class LocalNarrator:
             # Memory and summary requests run beside the story's cache, not over it.
             "slot": STORY_SLOT if prompt.task == "narrate" else prompt.task,
             "opening": prompt.opening if prompt.task == "narrate" else "",
+            "steer": list(prompt.steer) if prompt.task == "narrate" else [], "steer_bias": self.steer_bias,
         }
         status, usage = "", {}
         try:

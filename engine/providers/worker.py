@@ -331,16 +331,25 @@ def opened_prompt(llama, messages: list[dict], opening: str):
     template = llama.metadata.get("tokenizer.chat_template") if opening else None
     if not template:
         return None
-    from llama_cpp import llama_chat_format
-
-    eos, bos = llama.token_eos(), llama.token_bos()
-    formatter = llama_chat_format.Jinja2ChatFormatter(
-        template=template, eos_token=llama._model.token_get_text(eos) if eos != -1 else "",
-        bos_token=llama._model.token_get_text(bos) if bos != -1 else "", stop_token_ids=[eos])
-    rendered = formatter(messages=messages)
+    rendered = _formatter(llama, template)(messages=messages)
     head = llama.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
     return head + llama.tokenize(opening.encode("utf-8"), add_bos=False, special=False), rendered.stop, \
         rendered.stopping_criteria
+
+
+def _formatter(llama, template: str):
+    """The model's chat-template renderer, compiled once per loaded model (a
+    Jinja template compiles in milliseconds, on every opened turn otherwise)."""
+    held = getattr(llama, "_opening_formatter", None)
+    if held is None or held[0] != template:
+        from llama_cpp import llama_chat_format
+
+        eos, bos = llama.token_eos(), llama.token_bos()
+        held = (template, llama_chat_format.Jinja2ChatFormatter(
+            template=template, eos_token=llama._model.token_get_text(eos) if eos != -1 else "",
+            bos_token=llama._model.token_get_text(bos) if bos != -1 else "", stop_token_ids=[eos]))
+        llama._opening_formatter = held
+    return held[1]
 
 
 # After an opening the reply's end-of-turn token is barred for this many
@@ -349,20 +358,95 @@ def opened_prompt(llama, messages: list[dict], opening: str):
 OPENING_MIN_TOKENS = 8
 
 
-def _no_end_before(llama, prompt_tokens: int):
+def _no_end_before(llama):
     """A logits processor that keeps the model from ending its turn within
     OPENING_MIN_TOKENS of the prompt's end."""
-    import llama_cpp
     import numpy as np
 
     ends = [t for t in {llama.token_eos(), *_im_end(llama)} if t is not None and t >= 0]
+    start: list[int] = []
 
     def processor(input_ids, scores):
-        if len(input_ids) < prompt_tokens + OPENING_MIN_TOKENS:
+        start or start.append(len(input_ids))  # the first call sees the prompt alone
+        if len(input_ids) < start[0] + OPENING_MIN_TOKENS:
             scores[ends] = -np.inf
         return scores
 
-    return llama_cpp.LogitsProcessorList([processor])
+    return processor
+
+
+def steer_sequences(llama, words) -> list[tuple[bool, list[int]]]:
+    """(after a space?, tokens) for each word as it would stand in running
+    text and at a line's start, lower-case and capitalised. A spelling whose
+    first token is a scrap of one or two letters (" o" of " oar", "D" of
+    "Dock") is left out: favouring " o" favours every word it begins, and the
+    tuning replies steered so read "DdDockdocks"."""
+    found = []
+    for word in words:
+        for form in dict.fromkeys((word.lower(), word[:1].upper() + word[1:].lower())):
+            for spaced in (True, False):
+                tokens = llama.tokenize(((" " if spaced else "") + form).encode("utf-8"), add_bos=False,
+                                        special=False)
+                first = llama.detokenize(tokens[:1]).decode("utf-8", "ignore").strip()
+                if tokens and (len(tokens) == 1 or len(first) >= STEER_MIN_PIECE) and (spaced, tokens) not in found:
+                    found.append((spaced, tokens))
+    return found
+
+
+# The shortest first piece of a steered spelling (see steer_sequences).
+STEER_MIN_PIECE = 3
+
+
+def _steered(llama, words, bias: float, opened: bool):
+    """A logits processor that adds `bias` to the first token of each steered
+    word until the reply has named one of them, and, once a word's first
+    tokens are written, favours its next token by STEER_FINISH (a nudged
+    " lan" becomes " lantern", not " land"). A spelling without a space is
+    favoured only where a line begins. The reply's words are read as text, so
+    a word the model spells with other tokens still counts."""
+    import re
+
+    sequences = steer_sequences(llama, words)
+    said = re.compile(r"(?i)\b(?:" + "|".join(re.escape(w) for w in words) + ")")
+    start: list[int] = []
+    done = [False]
+
+    def processor(input_ids, scores):
+        start or start.append(len(input_ids))
+        written = [int(t) for t in input_ids[start[0]:]]
+        if done[0] or not sequences:
+            return scores
+        text = llama.detokenize(written).decode("utf-8", "ignore") if written else ""
+        if said.search(text):
+            done[0] = True
+            return scores
+        line_start = text[-1:] in ("\n", '"', "(", "[") if text else not opened
+        for spaced, seq in sequences:
+            step = next((k for k in range(len(seq) - 1, 0, -1) if written[-k:] == seq[:k]), 0)
+            if step:
+                scores[seq[step]] += STEER_FINISH
+            elif spaced or line_start:
+                scores[seq[0]] += bias
+        return scores
+
+    return processor
+
+
+# Once a steered word's first tokens are written, its next token is favoured
+# by this much: enough to finish the word the bias began.
+STEER_FINISH = 10.0
+
+
+def _processors(llama, spec: dict, opened: bool):
+    """The request's logits processors: the end-of-turn bar after an opening,
+    the steer towards the input's named things (spec "steer", "steer_bias")."""
+    import llama_cpp
+
+    found = [_no_end_before(llama)] if opened else []
+    words = [w for w in spec.get("steer") or () if w and w.strip()]
+    if words and spec.get("steer_bias"):
+        found.append(_steered(llama, words, float(spec["steer_bias"]), opened))
+    return llama_cpp.LogitsProcessorList(found) if found else None
 
 
 def _im_end(llama) -> list[int]:
@@ -391,12 +475,13 @@ def _generate(conn, llama, spec: dict, slots: Slots | None = None) -> None:
                 "repeat_penalty": spec["repeat_penalty"], "stream": True, "seed": spec.get("seed"),
                 **{k: spec[k] for k in SAMPLING_FIELDS if spec.get(k) is not None}}
     opened = opened_prompt(llama, messages, spec.get("opening") or "")
+    processors = _processors(llama, spec, opened is not None)
     if opened is None:
-        stream = llama.create_chat_completion(messages=messages, **sampling)
+        stream = llama.create_chat_completion(messages=messages, logits_processor=processors, **sampling)
     else:
         tokens, stop, stopping = opened
         stream = llama.create_completion(tokens, stop=stop, stopping_criteria=stopping,
-                                         logits_processor=_no_end_before(llama, len(tokens)), **sampling)
+                                         logits_processor=processors, **sampling)
     stopped = False
     for chunk in stream:
         if first is None:

@@ -202,11 +202,19 @@ def _judge(answered: tuple[str | None, str], takes: int, known: str = ""):
     return judge
 
 
+class _SetAside(Exception):
+    """A take stopped by its judge; `start` is what it had written."""
+
+    def __init__(self, start: str):
+        super().__init__(start)
+        self.start = start
+
+
 def _stream(narrator, prompt, on_text, on_reasoning, cancel, reasoning_budget: int = 4096, on_status=None,
             judge=None):
     """The reply, its reasoning and usage. With `judge`, the text is held back
     from `on_text` until judge(text so far) says True (then it streams on) or
-    False: the take is stopped and (None, None, its start) returned."""
+    False: the take is stopped and _SetAside raised with its start."""
     text, reasoning, usage = [], [], Usage()
     stream = narrator.execute(prompt)
     try:
@@ -218,7 +226,7 @@ def _stream(narrator, prompt, on_text, on_reasoning, cancel, reasoning_budget: i
                 if judge is not None:
                     verdict = judge("".join(text))
                     if verdict is False:
-                        return None, None, "".join(text)
+                        raise _SetAside("".join(text))
                     if verdict is None:
                         continue
                     judge, chunk = None, Text("".join(text))  # taken up: what was held streams now
@@ -233,7 +241,7 @@ def _stream(narrator, prompt, on_text, on_reasoning, cancel, reasoning_budget: i
                     on_status(chunk.text)
             elif isinstance(chunk, Usage):
                 usage = chunk
-    except (TurnFailed, NotAllowed):
+    except (TurnFailed, NotAllowed, _SetAside):
         raise
     except NarratorError as exc:
         raise TurnFailed(f"{exc} Nothing was written.") from exc
@@ -288,19 +296,23 @@ def run_turn(
     plan = _plan(db, campaign_id, request, settings, window, embedder, _opens(narrator))
     prepared = time.perf_counter()
     opening = plan.built.opening
-    prompt = Prompt(plan.built.system, plan.built.story, settings.max_output_tokens, settings.temperature,
-                    opening=opening)
-    takes = settings.uptake_takes if getattr(narrator, "judge_starts", False) else 1
     shown = plan.built.report.section("history")
+    known = shown.text if shown is not None else ""
+    steer = tuple(narrative.steer_words(*plan.answered, known)) \
+        if settings.steer_named and getattr(narrator, "steers", False) else ()
+    prompt = Prompt(plan.built.system, plan.built.story, settings.max_output_tokens, settings.temperature,
+                    opening=opening, steer=steer)
+    takes = settings.uptake_takes if getattr(narrator, "judge_starts", False) else 1
     asked, set_aside = 0, []
-    judged = _judge(plan.answered, takes, shown.text if shown is not None else "")
+    judged = _judge(plan.answered, takes, known)
     while True:
         asked += 1
         judge = judged if len(set_aside) + 1 < takes else None
-        raw, reasoning, usage = _stream(narrator, prompt, on_text, on_reasoning, cancel,
-                                        settings.max_reasoning_tokens, on_status, judge)
-        if raw is None:  # stopped: it named none of the input's things
-            set_aside.append(usage)
+        try:
+            raw, reasoning, usage = _stream(narrator, prompt, on_text, on_reasoning, cancel,
+                                            settings.max_reasoning_tokens, on_status, judge)
+        except _SetAside as stopped:  # it named none of the input's things
+            set_aside.append(stopped.start)
             if on_status:
                 on_status("The reply did not take up what you named; asking again.")
             continue
@@ -315,10 +327,10 @@ def run_turn(
         raise TurnFailed(f"The narrator returned no story text ({asked} tries), so nothing was written. Retry, "
                          "or check the model.")
     report = plan.built.report
-    history = report.section("history")
-    prose, rules = narrative.hold_rules(prose, history.text if history is not None else "")
+    prose, rules = narrative.hold_rules(prose, known)
     rules["asked"] = asked
     rules["opening"] = opening
+    rules["steered"] = list(steer)
     rules["set_aside"] = set_aside  # the starts of takes stopped for not taking up the input
     accounting = classify_usage(
         usage.as_dict(), estimate=report.tokens.estimate, budget=report.tokens.budget,

@@ -430,12 +430,14 @@ def test_brace_heavy_replies_stay_fast(text):
 
 @pytest.mark.parametrize("unit", STACKED.values(), ids=STACKED.keys())
 def test_stacked_leftovers_cost_linear_time(unit):
-    """100 KB of any one leftover in under 50 ms (best of 3; the slowest kind,
-    closed objects, took 12-22 ms here with the machine busy), and twice the
-    text costs about twice the time (a quadratic cost would be four times)."""
+    """Twice the text costs about twice the time (a quadratic cost would be
+    four times), and 100 KB stays far from the seconds a rescan cost. The
+    50 ms target is `make bench`'s (tests/benchmarks/test_extract_speed.py):
+    held here it failed under a model run on the other core (137 ms, while
+    12-22 ms idle), which says nothing about the code."""
     small, large = hundred_kb(unit), "Story.\n" + unit * (200_000 // len(unit))
     small_time, large_time = fastest(small), fastest(large)
-    assert small_time < 0.05
+    assert small_time < 0.5
     # Under 10 ms a busy machine's jitter is the size of the figure itself (a
     # 6.5 ms case once timed 20 ms at 200 KB); quadratic cost was 150 ms and up.
     assert large_time < 3.0 * max(small_time, 0.01)

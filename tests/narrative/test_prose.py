@@ -137,3 +137,24 @@ def test_a_reply_takes_up_what_the_input_brings_not_what_the_story_already_holds
     assert takes_up("The harbour is grey.", line, story) is False  # the harbour was there already
     assert takes_up("The letter is sealed with wax.", line, story) is True
     assert takes_up("The harbour is grey.", "> You look at the harbour.", story) is True  # nothing new named
+
+
+def test_the_steer_words_are_the_new_things_as_spelled_and_singular():
+    from engine.narrative import steer_words
+
+    story = "Rain drums on the roofs of the harbour. The harbour master is away."
+    assert steer_words("player", "> You unfold the harbour master's letter.", story) == ["letter"]
+    assert steer_words("player", "> You search the boxes.") == ["boxes", "box"]
+    assert steer_words("direction", "A storm breaks over the harbour.", story) == ["storm"]
+    assert steer_words("player", "> You look at the harbour.", story) == ["harbour"]  # nothing new: all of it
+    assert steer_words(None, "", story) == [] and steer_words("narrator", "The sea.") == []
+
+
+def test_a_directions_verb_is_not_steered_towards():
+    """Steered, "Fog rolls in" was answered with "rolls" and never "fog"."""
+    from engine.narrative import steer_words
+
+    assert steer_words("direction", "Fog rolls in from the quay.") == ["fog", "quay"]
+    assert steer_words("direction", "A black cat follows you.") == ["black", "cat"]
+    assert steer_words("direction", "The guards draw swords.") == ["guards", "guard", "draw", "swords", "sword"]
+    assert steer_words("player", "> You follow the rolls of cloth.")[:2] == ["rolls", "roll"]  # an action as named

@@ -244,3 +244,30 @@ def test_an_opening_is_text_even_when_it_spells_a_control_token():
     assert tokens[:len(head) - 1] == head[:-1]  # the same rendered prompt before the opening
     assert tokens.count(end[0]) == head.count(end[0]) == 2  # the system's and the user's turn ends only
     assert opened_prompt(llama, messages, "") is None
+
+
+def test_a_steered_reply_names_the_word_and_is_left_alone_after_it():
+    """The steer favours a named thing's tokens until the reply has written it
+    once; then the model's own sampling goes on, untouched. "giraffe" has no
+    business in a harbour cellar: unsteered, the same seed never writes it."""
+    system = "You narrate a story in the second person, present tense."
+    story = "You stand in a cold cellar below the harbour.\n\n> You look around."
+    prompt = Prompt(system, story, max_tokens=60, steer=("giraffe",))
+    plain = "".join(c.text for c in LocalNarrator(seed=7, steer_bias=0.0).execute(prompt) if isinstance(c, Text))
+    steered = "".join(c.text for c in LocalNarrator(seed=7, steer_bias=20.0).execute(prompt) if isinstance(c, Text))
+    assert "giraffe" not in plain.lower()
+    # A bias this large writes the word at once; held on after it, every other word would be one.
+    assert steered.lower().count("giraffe") == 1, steered
+
+
+def test_steer_sequences_are_a_words_spellings_that_begin_with_more_than_a_scrap():
+    import llama_cpp
+
+    from engine.providers.worker import steer_sequences
+
+    llama = llama_cpp.Llama(str(model_path()), n_ctx=256, verbose=False)
+    spelled = {(spaced, tuple(llama.detokenize([t]).decode() for t in s))
+               for spaced, s in steer_sequences(llama, ["lantern", "oar"])}
+    # SmolLM2 spells "Lantern" at a line's start "L"+"an"+"tern", and " oar" " o"+"ar":
+    # scraps that begin too many words to favour.
+    assert spelled == {(True, (" lantern",)), (False, ("lan", "tern")), (True, (" Lan", "tern"))}

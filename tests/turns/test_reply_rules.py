@@ -171,3 +171,34 @@ def test_the_judged_start_is_off_by_default(db_path):
     wb.configure(narrator=narrator, embedder="none", memory_enabled=False, auto_summarize=False)
     wb.new_campaign("Rules", protagonist="Wren", opening="Rain.").act("light the lantern")
     assert len(narrator.prompts) == 1
+
+
+class SteeringNarrator(OpeningNarrator):
+    """Like the embedded narrator: it can bias its sampling towards words."""
+
+    steers = True
+
+
+def test_the_steer_words_are_the_inputs_new_named_things(db_path):
+    wb = Workbench.open(db_path, background=False)
+    narrator = SteeringNarrator(["The flame catches."] * 4)
+    wb.configure(narrator=narrator, embedder="none", memory_enabled=False, auto_summarize=False, steer_named=True)
+    camp = wb.new_campaign("Rules", protagonist="Wren", opening="Rain on the harbour.")
+    turn = camp.act("I light the lanterns")
+    assert narrator.prompts[-1].steer == ("lanterns", "lantern")
+    assert turn.accounting["rules"]["steered"] == ["lanterns", "lantern"]
+    camp.act("walk along the harbour to the mill")  # the harbour is the story's already: the mill is new
+    assert narrator.prompts[-1].steer == ("mill",)
+    camp.continue_story()
+    assert narrator.prompts[-1].steer == ()
+
+
+def test_the_steer_is_off_by_setting_and_for_a_narrator_that_cannot_steer(db_path):
+    wb, narrator, camp = play(db_path, ["The flame catches."] * 2, steer_named=True)
+    camp.act("light the lantern")
+    assert narrator.prompts[-1].steer == ()  # a server narrator is not steered
+    wb2 = Workbench.open(db_path.with_name("off.db"), background=False)
+    steering = SteeringNarrator(["The flame catches."])
+    wb2.configure(narrator=steering, embedder="none", memory_enabled=False, auto_summarize=False, steer_named=False)
+    wb2.new_campaign("Rules", protagonist="Wren", opening="Rain.").act("light the lantern")
+    assert steering.prompts[-1].steer == ()
