@@ -207,7 +207,7 @@ class Settings:
                                "as story (\"You light the lantern.\") and goes on from there; a small model stays "
                                "with what you did. Those words are not stored twice.")
     # engine.providers.embedded.STEER_BIAS says what it measured.
-    steer_named: bool = setting(False, "Steer to what you named", "The embedded narrator favours the words for the "
+    steer_named: bool = setting(True, "Steer to what you named", "The embedded narrator favours the words for the "
                                 "things your input named (\"the lantern\") until its reply has named one.")
     # engine.turns.runner.JUDGED_WORDS says how a reply's start is judged. Off by default: on issue 30's
     # tuning turns (narration_eval.takes_ab, 11 named turns x 2 retries each) the stored reply took up the

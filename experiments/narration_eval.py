@@ -86,6 +86,7 @@ _WORDS = re.compile(r"[a-z']+")
 
 
 def _stem(word: str) -> str:
+    word = word.removesuffix("'s")  # "the keeper's words" names the keeper
     for suffix in ("ves", "es", "s"):
         if word.endswith(suffix) and len(word) > len(suffix) + 2:
             return word[: -len(suffix)] + ("f" if suffix == "ves" else "")
@@ -118,15 +119,24 @@ def repeated_ngrams(replies: Sequence[str], n: int = 4) -> list[float]:
 
 def play(path: str | Path, *, narrator="local", steps: Sequence[Step] = SCRIPT, turns: int | None = None,
          max_output_tokens: int = 200, memory: bool = True, embedder: str = "local", progress: bool = True,
-         ask_again: bool = False, prompts: dict | None = None, **settings) -> tuple[pd.DataFrame, list[dict]]:
+         ask_again: bool = False, prompts: dict | None = None, prompt_memory: bool = False,
+         **settings) -> tuple[pd.DataFrame, list[dict]]:
     """Play the script (cycled to `turns`) on a fresh file; one row per turn,
     and the memory log (the model's memory and the kept one, per block).
     `prompts`, when given, receives each turn's last narration prompt by turn
     number (what `opening_ab` asks again).
 
+    `prompt_memory` plays on the workbench's own defaults: the engine writes
+    memories and summaries after each turn and recalls them into the prompts.
+    Its memories are not scored then (`memory` is ignored: the log is the
+    evaluation's own writer's).
+
     `ask_again` measures a reply rule before the turn runner has it: a reply
     naming none of the things its input named (engine.narrative.takes_up) is
     taken once more with Retry, and the turn's row is the second take."""
+    if prompt_memory:
+        settings = {"memory_enabled": True, "auto_summarize": True, **settings}
+        memory = False
     wb, camp = _campaign(path, narrator=narrator, embedder=embedder, max_output_tokens=max_output_tokens,
                          **settings)
     steps = list(steps) if turns is None else [steps[i % len(steps)] for i in range(turns)]
@@ -175,12 +185,12 @@ def play(path: str | Path, *, narrator="local", steps: Sequence[Step] = SCRIPT, 
 
 
 def _campaign(path: str | Path, **settings):
-    """A fresh file and the script's campaign, memory and summaries off."""
+    """A fresh file and the script's campaign, memory and summaries off unless `settings` say."""
     path = Path(path)
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     wb = Workbench.open(path, background=False)
-    wb.configure(memory_enabled=False, auto_summarize=False, **settings)
+    wb.configure(**{"memory_enabled": False, "auto_summarize": False, **settings})
     camp = wb.new_campaign("Gull Harbour", premise="A harbour town on a stormy coast, where a keeper went missing.",
                            protagonist="Wren", opening="Rain drums on the slate roofs of Gull Harbour as you step "
                            "off the coach with a lantern and a letter for the harbour master.")

@@ -79,6 +79,8 @@ def test_narration_eval_notebook_runs_with_small_parameters(tmp_path):
     # Two of the three turns name something (the lantern, the storm): each is asked again both ways.
     ab = m["opening_ab"]
     assert set(ab) == {"opening", "restated only"} and ab["opening"]["replies"] == ab["restated only"]["replies"] >= 1
+    steer = m["steer_ab"]  # and at each steer bias, 0 (none) and the default
+    assert set(steer) == {"bias 0", "bias 4"} and steer["bias 0"]["replies"] == ab["opening"]["replies"]
     played = m["turns"] - m["refused"]
     assert played >= 1 and m["ends_after"] == 1.0  # every stored reply ends at a sentence end
     assert set(m["targets"]) == {"second_person_after", "ends_after", "uptake"}

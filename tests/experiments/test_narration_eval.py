@@ -32,6 +32,7 @@ def test_the_table_shows_rule_breaks_before_and_their_repair_after(tmp_path):
 def test_uptake_matches_forms_and_says_none_when_nothing_was_named():
     assert ev.took_up("Two wolves howl.", ("wolf",)) and ev.took_up("The lanterns glow.", ("lantern",))
     assert ev.took_up("It is quiet.", ("wolf",)) is False and ev.took_up("Anything.", ()) is None
+    assert ev.took_up("The keeper's words echo.", ("keeper",))  # a possessive names its owner
 
 
 def test_repeated_ngrams_count_what_an_earlier_reply_wrote():
@@ -44,3 +45,16 @@ def test_memory_quality_scores_kept_items():
             "raw": "Someone walked.", "kept": "Wren met Thora Vance at Greyford."}]
     q = ev.memory_quality(log)
     assert q.iloc[0].model_kept == 0 and q.iloc[0].stored_kept == 1
+
+
+def test_prompt_memory_plays_on_the_engines_own_memory_and_summaries(tmp_path):
+    """On the workbench's defaults the engine writes memories itself (a memory
+    request after the story has 12 nodes) and the evaluation scores none."""
+    narrator = ScriptedNarrator(["The tide turns and gulls cry over the quay."])
+    frame, log = ev.play(tmp_path / "m.db", narrator=narrator, turns=8, prompt_memory=True, embedder="none",
+                         progress=False)
+    assert (frame["refused"] == "").all() and log == []
+    assert any(p.task == "memory" for p in narrator.prompts)
+    narrator = ScriptedNarrator(["The tide turns and gulls cry over the quay."])
+    ev.play(tmp_path / "off.db", narrator=narrator, turns=8, memory=False, embedder="none", progress=False)
+    assert not any(p.task == "memory" for p in narrator.prompts)  # off in the prompts by default
