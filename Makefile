@@ -71,6 +71,10 @@ evidence: setup
 	$(VENV)/bin/papermill notebooks/calibrate.ipynb evidence/calibrate_gguf.ipynb -k python3 --cwd notebooks \
 		-p backend gguf -p sidecar ../evidence/calibrate_gguf.json
 	$(PY) -m experiments.scrub evidence/calibrate_gguf.ipynb
+	$(VENV)/bin/papermill notebooks/narration_eval.ipynb evidence/narration_eval_memory.ipynb -k python3 \
+		--cwd notebooks -p prompt_memory True -p ab_seeds 0 -p workdir ../scratch/narration_eval_memory \
+		-p sidecar ../evidence/narration_eval_memory.json
+	$(PY) -m experiments.scrub evidence/narration_eval_memory.ipynb
 
 bench: setup
 	$(PY) -m pytest tests/benchmarks --benchmark-only --benchmark-json=evidence/benchmarks.json
