@@ -17,7 +17,9 @@ The protocol is pickled tuples over a socket pair (`multiprocessing`'s
 `Connection` framing). Requests:
 ("generate", spec), ("embed", texts), ("smoke",), ("stop",) while a generation
 runs. A generate spec may carry "cache_reuse" (the shortest cached chunk worth
-moving; 0 matches prefixes only) and "slot" ("story" or a derived task's).
+moving; 0 matches prefixes only), "slot" ("story" or a derived task's),
+"opening" (the reply's first words, written on from) and "steer" with
+"steer_bias" (words whose tokens are favoured until the reply writes one).
 Replies: ("status", text), ("text", piece), ("reasoning", piece), ("usage",
 dict: a server's prompt/cached/processed counts, plus moved_tokens and
 slot_ms), ("done",), ("vectors", list), ("error", kind, message).
