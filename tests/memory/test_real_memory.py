@@ -42,16 +42,24 @@ def test_a_clue_the_reader_planted_comes_back_once_it_left_a_small_window(tmp_pa
                            protagonist="Wren", opening="Rain needles the cliff path below the lighthouse.")
     lines = ["walk up the cliff path", "I hide the brass key under the ninth stair of the lighthouse",
              *INPUTS, *INPUTS[:4]]
-    for line in lines:
-        for attempt in range(3):
-            try:
-                camp.act(line)
-                break
-            except TurnFailed:
-                if attempt == 2:
-                    raise
-    report = Report(camp.context("I think about where I hid the brass key"))
-    history = report.section("history").text.lower()
+    # The story is played on until the planted turn has left the window: how
+    # soon depends on how long the model's replies run (3 to 40 words here),
+    # and 14 turns were once not enough (the whole story still fit).
+    more = iter(INPUTS * 2)
+    while True:
+        for line in lines:
+            for attempt in range(3):
+                try:
+                    camp.act(line)
+                    break
+                except TurnFailed:
+                    if attempt == 2:
+                        raise
+        report = Report(camp.context("I think about where I hid the brass key"))
+        history = report.section("history").text.lower()
+        lines = [next(more, None)]
+        if "ninth stair" not in history or lines[0] is None:
+            break
     assert "ninth stair" not in history  # the planted turn has left the window
     memories = report.section("memories")
     assert memories is not None and "ninth stair" in memories.text.lower()
