@@ -37,6 +37,8 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from engine.errors import NotAllowed
+
 __all__ = [
     "DATA_DIR",
     "LABELS_FILE",
@@ -1142,6 +1144,12 @@ def fit_fusion(table: pd.DataFrame, features: Sequence[str] = FUSION_FEATURES, *
     from sklearn.linear_model import LogisticRegression
 
     rows = table[table.second.notna()]
+    found = set(rows.relevant.astype(bool))
+    if found != {True, False}:
+        which = "relevant" if True in found else "irrelevant"
+        raise NotAllowed(f"The fused score cannot be fitted: every candidate the second stage scored is {which} "
+                         f"({len(rows)} candidates). Tune on more scenes, or raise the candidates per path so "
+                         "the relevant passages reach the second stage.")
     model = LogisticRegression(C=c, class_weight="balanced", max_iter=1000)
     model.fit(rows[list(features)].to_numpy(), rows.relevant.to_numpy())
     return {"bias": float(model.intercept_[0]), **{f: float(w) for f, w in zip(features, model.coef_[0], strict=True)}}

@@ -193,6 +193,14 @@ def named_things(line: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _new_things(wanted: list[str], known: str) -> list[str]:
+    """The named things the `known` story does not name yet; all of them when it names every one."""
+    if not known:
+        return wanted
+    seen = {_stem(w) for w in _WORD.findall(known)}
+    return [w for w in wanted if w not in seen] or wanted
+
+
 def takes_up(reply: str, line: str, known: str = "") -> bool | None:
     """Whether the reply names one of the things the input named (None when
     it named none): a reply that ignores every one is worth asking again.
@@ -202,12 +210,9 @@ def takes_up(reply: str, line: str, known: str = "") -> bool | None:
     master's letter" in a harbour town is about the letter, and a reply
     naming the harbour had passed (issue 30's tuning turns: a judge without
     this let 2 of 3 starts through and gained no uptake)."""
-    wanted = named_things(line)
+    wanted = _new_things(named_things(line), known)
     if not wanted:
         return None
-    if known:
-        seen = {_stem(w) for w in _WORD.findall(known)}
-        wanted = [w for w in wanted if w not in seen] or wanted
     said = {_stem(w) for w in _WORD.findall(reply or "")}
     return any(w in said for w in wanted)
 
@@ -236,9 +241,7 @@ def steer_words(kind: str | None, line: str, known: str = "") -> list[str]:
     wanted = named_things(line)
     if kind == "direction":
         wanted = [w for w in wanted if w not in _verbs_of(line)] or wanted
-    if known:
-        seen = {_stem(w) for w in _WORD.findall(known)}
-        wanted = [w for w in wanted if w not in seen] or wanted
+    wanted = _new_things(wanted, known)
     found = []
     for word in _WORD.findall(line.lstrip("> ")):
         stem = _stem(word)

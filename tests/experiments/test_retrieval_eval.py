@@ -11,6 +11,7 @@ import pandas as pd
 import papermill as pm
 import pytest
 
+from engine.errors import NotAllowed
 from experiments import retrieval_eval as ev
 from experiments.results import read_metrics
 
@@ -274,10 +275,10 @@ def test_the_fused_fit_weighs_the_feature_that_separates_relevance():
 
 def test_the_fused_fit_refuses_a_table_with_one_class():
     """Nothing relevant among the candidates (a tuning half whose scenes all
-    missed) leaves nothing to fit: it is refused, not fitted to a constant.
-    The refusal is scikit-learn's own ValueError; fit_fusion adds none."""
+    missed) leaves nothing to fit: it is refused in words, not fitted to a
+    constant."""
     table = _candidates([("off_topic", "o1", False, 0.3, 0.4, 0.0), ("targeted", "t1", False, 0.6, 0.5, 1.0)])
-    with pytest.raises(ValueError, match="2 classes"):
+    with pytest.raises(NotAllowed, match="every candidate the second stage scored is irrelevant"):
         ev.fit_fusion(table)
 
 
