@@ -27,8 +27,8 @@ from engine.memory.bank import write_due_memories
 from engine.narrative import ends_at_sentence, first_person, split
 from engine.narrative.prose import takes_up
 
-__all__ = ["SCRIPT", "TUNING", "Step", "play", "summarise", "memory_quality", "opening_ab", "repeated_ngrams",
-           "steer_ab", "takes_ab", "took_up", "plot_turns"]
+__all__ = ["SCRIPT", "TUNING", "Step", "copied_share", "dry_ab", "play", "summarise", "memory_quality", "opening_ab",
+           "repeated_ngrams", "steer_ab", "takes_ab", "took_up", "plot_turns"]
 
 
 @dataclass(frozen=True)
@@ -271,6 +271,22 @@ def steer_ab(frame: pd.DataFrame, prompts: dict, *, biases: Sequence[float] = (0
     return _same_prompts(frame, prompts, variants, seeds, max_output_tokens, progress, "steer A/B")
 
 
+def dry_ab(frame: pd.DataFrame, prompts: dict, *, multipliers: Sequence[float] = (0.0, 0.4, 0.8, 1.6),
+           seeds: Sequence[int] = (1, 2, 3), max_output_tokens: int = 120, progress: bool = True) -> pd.DataFrame:
+    """The same prompts answered at each DRY multiplier (0: none), everything
+    else at the narrator's defaults; besides uptake, each row's
+    `copied_4grams` is the share of the reply's word 4-grams that the
+    prompt's text already holds (what DRY is there to lower)."""
+    variants = {f"dry {m:g}": (lambda p: {}, {"dry_multiplier": m}) for m in multipliers}
+    return _same_prompts(frame, prompts, variants, seeds, max_output_tokens, progress, "DRY A/B")
+
+
+def copied_share(reply: str, shown: str, n: int = 4) -> float:
+    """The share of the reply's word n-grams already in the text it was shown."""
+    grams = _grams(reply, n)
+    return len(grams & _grams(shown, n)) / len(grams) if grams else 0.0
+
+
 def _same_prompts(frame, prompts, variants: dict, seeds, max_output_tokens, progress, desc, only=None):
     """Each named turn's recorded prompt asked again under each variant (a
     change to the prompt, and the LocalNarrator's keyword arguments) and seed."""
@@ -280,7 +296,8 @@ def _same_prompts(frame, prompts, variants: dict, seeds, max_output_tokens, prog
     from engine.providers import Text
     from engine.providers.embedded import LocalNarrator
 
-    named = {int(r["turn"]): r for r in frame.to_dict("records") if r.get("named") and int(r["turn"]) in prompts}
+    named = {int(r["turn"]): r for r in frame.to_dict("records")
+             if isinstance(r.get("named"), str) and r["named"] and int(r["turn"]) in prompts}  # NaN: a refused turn
     jobs = [(t, seed, variant) for t in named if only is None or only(prompts[t])
             for seed in seeds for variant in variants]
     rows = []
@@ -292,7 +309,7 @@ def _same_prompts(frame, prompts, variants: dict, seeds, max_output_tokens, prog
         rows.append({"turn": turn, "mode": step["mode"], "input": step["input"], "seed": seed, "variant": variant,
                      "steer": ", ".join(prompt.steer),
                      "uptake": took_up(split(text).prose, [n.strip() for n in step["named"].split(",")]),
-                     "reply": text})
+                     "copied_4grams": copied_share(split(text).prose, prompt.user_text), "reply": text})
     return pd.DataFrame(rows)
 
 

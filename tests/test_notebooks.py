@@ -80,7 +80,10 @@ def test_narration_eval_notebook_runs_with_small_parameters(tmp_path):
     ab = m["opening_ab"]
     assert set(ab) == {"opening", "restated only"} and ab["opening"]["replies"] == ab["restated only"]["replies"] >= 1
     steer = m["steer_ab"]  # and at each steer bias, 0 (none) and the default
-    assert set(steer) == {"bias 0", "bias 4"} and steer["bias 0"]["replies"] == ab["opening"]["replies"]
+    assert set(steer) == {"bias 0", "bias 6"} and steer["bias 0"]["replies"] == ab["opening"]["replies"]
+    dry = m["dry_ab"]  # and at each DRY multiplier, 0 (none) and the default, with the copied share
+    assert set(dry) == {"dry 0", "dry 0.8"} and dry["dry 0"]["replies"] == ab["opening"]["replies"]
+    assert all(0 <= v["copied_4grams"] <= 1 for v in dry.values())
     played = m["turns"] - m["refused"]
     assert played >= 1 and m["ends_after"] == 1.0  # every stored reply ends at a sentence end
     assert set(m["targets"]) == {"second_person_after", "ends_after", "uptake"}

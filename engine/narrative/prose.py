@@ -167,30 +167,33 @@ def _stem(word: str) -> str:
     return word[:-1]
 
 
-def named_things(line: str) -> list[str]:
-    """The things an input names, stemmed: the words of each phrase a
-    determiner opens ("the iron chest" -> iron, chest), or, when no phrase
-    has one, every word that is not a function word ("Snow begins to fall"
-    -> snow, fall). The first word of an action is its verb, never a thing."""
+def _phrases(line: str) -> list[list[str]]:
+    """The input's phrases, each its stemmed words in order: the words after
+    a determiner up to the next function word ("the iron chest" -> [iron,
+    chest]), or, when no phrase has one, each word that is not a function
+    word alone ("Snow begins to fall" -> [snow], [fall]). The first word of
+    an action is its verb, never a thing."""
     action = line.lstrip().startswith(">")
     words = _WORD.findall(line.lstrip("> "))
     if action and words and words[0].lower() in ("you", "i", "we"):
         words = words[2:]  # the actor and the verb ("You say", "I climb")
     # A direction's opening words are its subject ("Snow begins", "Fog rolls in").
-    found, opened = [], not action
+    phrases, opened = [[]], not action
     for word in words:
         low = word.lower()
-        if low in _DETERMINERS:
-            opened = True
-            continue
-        if low in _FUNCTION_WORDS:
-            opened = False
-            continue
-        if opened:
-            found.append(_stem(word))
-    if not found:
-        found = [_stem(w) for w in words if w.lower() not in _FUNCTION_WORDS and len(w) > 2]
-    return list(dict.fromkeys(found))
+        if low in _DETERMINERS or low in _FUNCTION_WORDS:
+            phrases.append([])
+            opened = low in _DETERMINERS
+        elif opened:
+            phrases[-1].append(_stem(word))
+    phrases = [p for p in phrases if p]
+    return phrases or [[_stem(w)] for w in words if w.lower() not in _FUNCTION_WORDS and len(w) > 2]
+
+
+def named_things(line: str) -> list[str]:
+    """The things an input names, stemmed: every word of its phrases
+    ("the iron chest" -> iron, chest)."""
+    return list(dict.fromkeys(w for phrase in _phrases(line) for w in phrase))
 
 
 def _new_things(wanted: list[str], known: str) -> list[str]:
@@ -233,15 +236,20 @@ def _verbs_of(direction: str) -> set[str]:
 
 def steer_words(kind: str | None, line: str, known: str = "") -> list[str]:
     """The words a reply to `line` is steered towards (engine.providers.worker
-    biases their tokens until the reply names one): the input's new named
-    things (`takes_up`'s, the story's `known` ones set aside), each as the
-    input spelled it and as its singular. None for Continue."""
+    biases their tokens until the reply names one): the thing each of the
+    input's phrases names, its last word ("the harbour master's letter" ->
+    letter, "the broken oar" -> oar: the steer stops at the first word
+    written, and on issue 30's tuning turns a written "harbour" or "broken"
+    had stopped it short of the thing; of a direction, only its subject's:
+    "sea" had stopped "Fog rolls in from the sea"), the story's `known` ones set aside,
+    each as the input spelled it and as its singular. None for Continue."""
     if kind not in ("player", "direction"):
         return []
-    wanted = named_things(line)
-    if kind == "direction":
-        wanted = [w for w in wanted if w not in _verbs_of(line)] or wanted
-    wanted = _new_things(wanted, known)
+    phrases = _phrases(line)
+    if kind == "direction":  # an event: what it is about is its subject ("Fog rolls in from the sea")
+        verbs, subject = _verbs_of(line), phrases[0]
+        phrases = [subject[:next((i for i, w in enumerate(subject) if w in verbs), len(subject))] or subject]
+    wanted = _new_things(list(dict.fromkeys(p[-1] for p in phrases)), known)
     found = []
     for word in _WORD.findall(line.lstrip("> ")):
         stem = _stem(word)

@@ -18,8 +18,9 @@ The protocol is pickled tuples over a socket pair (`multiprocessing`'s
 ("generate", spec), ("embed", texts), ("smoke",), ("stop",) while a generation
 runs. A generate spec may carry "cache_reuse" (the shortest cached chunk worth
 moving; 0 matches prefixes only), "slot" ("story" or a derived task's),
-"opening" (the reply's first words, written on from) and "steer" with
-"steer_bias" (words whose tokens are favoured until the reply writes one).
+"opening" (the reply's first words, written on from), "steer" with
+"steer_bias" (words whose tokens are favoured until the reply writes one)
+and "dry_multiplier" (the DRY repetition sampler, shown the prompt; 0: off).
 Replies: ("status", text), ("text", piece), ("reasoning", piece), ("usage",
 dict: a server's prompt/cached/processed counts, plus moved_tokens and
 slot_ms), ("done",), ("vectors", list), ("error", kind, message).
@@ -250,6 +251,8 @@ def reusing_llama_class():
     class ReusingLlama(llama_cpp.Llama):
         reuse_chunk = 0
         last_reuse = (0, 0, 0)
+        dry: dict | None = None  # set per request: with_dry's settings, None for none
+        _prompt: list[int] = []
 
         def generate(self, tokens, *args, **kwargs):
             tokens = list(tokens)
@@ -258,9 +261,57 @@ def reusing_llama_class():
             else:
                 kept, moved = 0, 0
             self.last_reuse = (len(tokens), kept, moved)
+            self._prompt = tokens
             return super().generate(tokens, *args, **kwargs)
 
+        def _init_sampler(self, *args, **kwargs):
+            sampler = super()._init_sampler(*args, **kwargs)
+            if self.dry:
+                with_dry(self, sampler, self._prompt, **self.dry)
+            return sampler
+
     return ReusingLlama
+
+
+# llama.cpp's DRY sampler ("don't repeat yourself": p-e-w's design, from
+# KoboldCpp): a token that would extend a run of tokens already written
+# earlier is penalised by multiplier * base ** (run - allowed_length), so a
+# name may recur and a copied sentence may not. Base, allowed length and the
+# breakers (a run never crosses them) are the published defaults of
+# llama.cpp, KoboldCpp and SillyTavern, with the state protocol's fence and
+# braces added: its block is copied from the rule on purpose, and a tuning
+# reply under DRY wrote the fence as "```stateblock:", which no parser reads.
+# The multiplier is the embedded narrator's (embedded.DRY_MULTIPLIER).
+DRY_BASE = 1.75
+DRY_ALLOWED_LENGTH = 2
+DRY_BREAKERS = ("\n", ":", '"', "*", "`", "{", "}")
+
+
+def with_dry(llama, sampler, prompt: list[int], multiplier: float, last_n: int) -> None:
+    """Put a DRY sampler into llama-cpp-python's chain, straight after its
+    repeat penalty (before top-k and the draw), and show it the prompt.
+
+    Why the prompt: a sampler chain only sees the tokens it drew, so
+    llama-cpp-python's repeat penalty covers the reply alone and a reply
+    copying the story shown is never penalised; the copies the narration
+    evaluation counted were of earlier replies in the prompt."""
+    import llama_cpp
+
+    chain = sampler.sampler
+    # A Python logits processor's sampler has no name function: never asked.
+    custom = {i for i, _ in sampler.custom_samplers}
+    names = [b"" if i in custom else llama_cpp.llama_sampler_name(llama_cpp.llama_sampler_chain_get(chain, i))
+             for i in range(llama_cpp.llama_sampler_chain_n(chain))]
+    # "?penalties" when the penalty does nothing (llama.cpp marks a no-op so)
+    after = next(i for i, name in enumerate(names) if name.endswith(b"penalties")) + 1
+    tail = [llama_cpp.llama_sampler_chain_remove(chain, after) for _ in range(after, len(names))]
+    breakers = (ctypes.c_char_p * len(DRY_BREAKERS))(*(b.encode() for b in DRY_BREAKERS))
+    dry = llama_cpp.llama_sampler_init_dry(llama._model.vocab, multiplier, DRY_BASE, DRY_ALLOWED_LENGTH, last_n,
+                                           breakers, len(DRY_BREAKERS))
+    for token in prompt[-last_n:]:
+        llama_cpp.llama_sampler_accept(dry, token)
+    for piece in (dry, *tail):
+        llama_cpp.llama_sampler_chain_add(chain, piece)
 
 
 # ------------------------------------------------------------ the story's cache
@@ -412,13 +463,16 @@ def _steered(llama, words, bias: float, opened: bool):
     said = re.compile(r"(?i)\b(?:" + "|".join(re.escape(w) for w in words) + ")")
     start: list[int] = []
     done = [False]
+    reply = bytearray()  # the reply so far, grown by each new token (not re-read whole)
 
     def processor(input_ids, scores):
         start or start.append(len(input_ids))
         written = [int(t) for t in input_ids[start[0]:]]
         if done[0] or not sequences:
             return scores
-        text = llama.detokenize(written).decode("utf-8", "ignore") if written else ""
+        if written:
+            reply.extend(llama.detokenize(written[-1:]))
+        text = reply.decode("utf-8", "ignore")
         if said.search(text):
             done[0] = True
             return scores
@@ -476,6 +530,8 @@ def _generate(conn, llama, spec: dict, slots: Slots | None = None) -> None:
     sampling = {"max_tokens": spec["max_tokens"], "temperature": spec["temperature"],
                 "repeat_penalty": spec["repeat_penalty"], "stream": True, "seed": spec.get("seed"),
                 **{k: spec[k] for k in SAMPLING_FIELDS if spec.get(k) is not None}}
+    dry = float(spec.get("dry_multiplier") or 0.0)
+    llama.dry = {"multiplier": dry, "last_n": llama.n_ctx()} if dry > 0 else None
     opened = opened_prompt(llama, messages, spec.get("opening") or "")
     processors = _processors(llama, spec, opened is not None)
     if opened is None:

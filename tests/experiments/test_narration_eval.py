@@ -40,6 +40,14 @@ def test_repeated_ngrams_count_what_an_earlier_reply_wrote():
     assert shares[0] == 0 and 0 < shares[1] < 1 and shares[2] == 0
 
 
+def test_the_copied_share_is_of_the_replys_4grams_the_prompt_already_held():
+    shown = "Rain drums on the slate roofs of Gull Harbour. The keeper is gone."
+    assert ev.copied_share("Rain drums on the slate roofs of Gull Harbour.", shown) == 1.0
+    # Of the reply's six 4-grams, "rain drums on the" and "drums on the slate" were shown.
+    assert ev.copied_share("Rain drums on the slate, and a gull cries.", shown) == 2 / 6
+    assert ev.copied_share("A gull cries.", shown) == 0.0  # under four words: nothing to copy
+
+
 def test_memory_quality_scores_kept_items():
     log = [{"start": 1, "accepted": False, "reason": "x", "required": ["Thora Vance", "Greyford"],
             "raw": "Someone walked.", "kept": "Wren met Thora Vance at Greyford."}]

@@ -154,7 +154,21 @@ def test_a_directions_verb_is_not_steered_towards():
     """Steered, "Fog rolls in" was answered with "rolls" and never "fog"."""
     from engine.narrative import steer_words
 
-    assert steer_words("direction", "Fog rolls in from the quay.") == ["fog", "quay"]
-    assert steer_words("direction", "A black cat follows you.") == ["black", "cat"]
-    assert steer_words("direction", "The guards draw swords.") == ["guards", "guard", "draw", "swords", "sword"]
-    assert steer_words("player", "> You follow the rolls of cloth.")[:2] == ["rolls", "roll"]  # an action as named
+    assert steer_words("direction", "Fog rolls in from the quay.") == ["fog"]
+    assert steer_words("direction", "A cart rattles past.") == ["cart"]
+    assert steer_words("player", "> You follow the rolls of cloth.") == ["rolls", "roll"]  # an action as named
+
+
+def test_the_steer_is_towards_each_phrases_thing_not_its_modifiers():
+    """The steer stops at the first steered word written: a written "broken"
+    or "harbour" had stopped it short of the oar or the letter. A direction
+    is steered to its subject alone ("sea" had answered "Fog rolls in")."""
+    from engine.narrative import named_things, steer_words
+
+    assert steer_words("player", "> You unfold the harbour master's letter.") == ["letter"]
+    assert steer_words("player", "> You pick up the broken oar.") == ["oar"]
+    assert steer_words("player", "> You climb the cliff path to the lighthouse.") == ["path", "lighthouse"]
+    assert steer_words("direction", "A black cat follows you past the old mill.") == ["cat"]
+    assert steer_words("direction", "Thunder shakes the windows.") == ["thunder"]
+    # What counts as taken up is unchanged: every word of the phrase.
+    assert named_things("> You pick up the broken oar.") == ["broken", "oar"]

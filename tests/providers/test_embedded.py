@@ -271,3 +271,59 @@ def test_steer_sequences_are_a_words_spellings_that_begin_with_more_than_a_scrap
     # SmolLM2 spells "Lantern" at a line's start "L"+"an"+"tern", and " oar" " o"+"ar":
     # scraps that begin too many words to favour.
     assert spelled == {(True, (" lantern",)), (False, ("lan", "tern")), (True, (" Lan", "tern"))}
+
+
+def _four_grams(text: str) -> set:
+    words = text.lower().replace(".", " ").split()
+    return {tuple(words[i:i + 4]) for i in range(len(words) - 3)}
+
+
+def test_dry_keeps_the_narration_from_copying_the_story_it_was_shown():
+    """A chain only sees the tokens it drew, so the repeat penalty alone lets
+    the model copy the story back; DRY is shown the prompt. Greedy, with a
+    steer word (its Python processor shares the chain) and the same seed."""
+    system = "You narrate a story in the second person, present tense."
+    story = "The old keeper climbs the stairs of the lighthouse and lights the great lamp at the top. " * 4
+    story += "\n\n> You watch the keeper."
+    prompt = Prompt(system, story, max_tokens=48, temperature=0.0, opening="The old keeper", steer=("gull",))
+    copied = {}
+    for dry in (0.0, 0.8):
+        text = "".join(c.text for c in LocalNarrator(seed=3, dry_multiplier=dry).execute(prompt)
+                       if isinstance(c, Text))
+        grams = _four_grams(text)
+        assert grams, text
+        copied[dry] = len(grams & _four_grams(story)) / len(grams)
+    assert copied[0.0] >= 0.2, copied  # the plain chain writes the story's sentence back
+    assert copied[0.8] <= copied[0.0] / 2, copied
+
+
+def test_only_narration_is_sampled_with_dry_opening_and_steer():
+    """Memories and summaries should repeat the story's words: they go plain."""
+    narrator = LocalNarrator(dry_multiplier=0.8, steer_bias=4.0)
+    story = narrator.request(Prompt("Narrate.", "A door.", opening="You open", steer=("door",)))
+    memory = narrator.request(Prompt("Remember.", "A door.", task="memory", opening="You open", steer=("door",)))
+    assert (story["dry_multiplier"], story["opening"], story["steer"], story["slot"]) == (0.8, "You open", ["door"],
+                                                                                       "story")
+    assert (memory["dry_multiplier"], memory["opening"], memory["steer"], memory["slot"]) == (0.0, "", [], "memory")
+
+
+def test_dry_joins_the_sampler_chain_after_the_penalties_and_before_the_draw():
+    """Placed after the draw it would do nothing; before the repeat penalty
+    it would be undone by nothing, but top-k would already have cut. The
+    chain holds a Python processor (the steer's), whose sampler has no name."""
+    import llama_cpp
+
+    from engine.providers.worker import reusing_llama_class
+
+    llama = reusing_llama_class()(model_path=str(model_path()), n_ctx=256, verbose=False)
+    llama._prompt = llama.tokenize(b"The keeper climbs the stairs. The keeper climbs")
+    llama.dry = {"multiplier": 0.8, "last_n": 256}
+    sampler = llama._init_sampler(temp=0.8, repeat_penalty=1.3,
+                                  logits_processor=llama_cpp.LogitsProcessorList([lambda ids, s: s]))
+    chain = sampler.sampler
+    names = [llama_cpp.llama_sampler_name(llama_cpp.llama_sampler_chain_get(chain, i)).decode().lstrip("?")
+             for i in range(1, llama_cpp.llama_sampler_chain_n(chain))]  # "?": a sampler that does nothing here
+    assert names == ["penalties", "dry", "top-k", "typical", "top-p", "min-p", "temp", "dist"], names
+    llama.dry = None
+    plain = llama._init_sampler(temp=0.8, repeat_penalty=1.3)
+    assert llama_cpp.llama_sampler_chain_n(plain.sampler) == len(names) - 1
