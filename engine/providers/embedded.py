@@ -65,7 +65,7 @@ STEER_BIAS = 6.0
 # 1.6, uptake flat (55 %, 55 %, 53 %, 58 %); played, two seeds each, 0
 # took up 13 and 13 of 22 with 19 % and 17 % repeated 4-grams, 0.8 took up
 # 16 and 16 with 2.4 % and 2.1 %. 0.8 is the smallest tried under 5 %
-# copied, and the published default. Its cost: longer replies (92-103 ->
+# copied, and the value DRY's author recommends. Its cost: longer replies (92-103 ->
 # 117-140 words), more of them cut back to a sentence end.
 DRY_MULTIPLIER = 0.8
 # A one-token smoke generation loads the model first: ~1 s for SmolLM2, tens

@@ -464,12 +464,14 @@ def _steered(llama, words, bias: float, opened: bool):
     start: list[int] = []
     done = [False]
     reply = bytearray()  # the reply so far, grown by each new token (not re-read whole)
+    longest = max((len(seq) for _, seq in sequences), default=1)
 
     def processor(input_ids, scores):
         start or start.append(len(input_ids))
-        written = [int(t) for t in input_ids[start[0]:]]
         if done[0] or not sequences:
             return scores
+        # Only a word's first tokens are ever compared: the reply's last few.
+        written = [int(t) for t in input_ids[max(start[0], len(input_ids) - longest):]]
         if written:
             reply.extend(llama.detokenize(written[-1:]))
         text = reply.decode("utf-8", "ignore")
