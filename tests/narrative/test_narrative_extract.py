@@ -430,17 +430,19 @@ def test_brace_heavy_replies_stay_fast(text):
 
 @pytest.mark.parametrize("unit", STACKED.values(), ids=STACKED.keys())
 def test_stacked_leftovers_cost_linear_time(unit):
-    """Twice the text costs about twice the time (a quadratic cost would be
-    four times), and 100 KB stays far from the seconds a rescan cost. The
+    """Four times the text costs about four times the time (a quadratic cost
+    would be sixteen), and 100 KB stays far from the seconds a rescan cost. The
     50 ms target is `make bench`'s (tests/benchmarks/test_extract_speed.py):
     held here it failed under a model run on the other core (137 ms, while
     12-22 ms idle), which says nothing about the code."""
-    small, large = hundred_kb(unit), "Story.\n" + unit * (200_000 // len(unit))
-    small_time, large_time = fastest(small), fastest(large)
+    small, large = hundred_kb(unit), "Story.\n" + unit * (400_000 // len(unit))
+    small_time, large_time = fastest(small, runs=5), fastest(large, runs=5)
     assert small_time < 0.5
-    # Under 10 ms a busy machine's jitter is the size of the figure itself (a
-    # 6.5 ms case once timed 20 ms at 200 KB); quadratic cost was 150 ms and up.
-    assert large_time < 3.0 * max(small_time, 0.01)
+    # The bound sits halfway between linear (4x) and quadratic (16x) on a log
+    # scale. At twice the text with a 3x bound, a CI machine timed 3.5x on a
+    # linear case (23 ms, 82 ms): one slow run is the size of the margin. Under
+    # 10 ms jitter is the size of the figure itself, hence the floor.
+    assert large_time < 8.0 * max(small_time, 0.01)
 
 
 def test_the_restated_input_is_recognised_when_parroted():
