@@ -113,13 +113,22 @@ def reply_opening(kind: str | None, line: str) -> str:
     return text if _FINAL.search(text) else text + "."
 
 
+# The player's marker at the very start of a reply: the 135M narrator
+# imitating the prompt's "> You ..." lines (issue 30's evaluation: "> You're
+# standing at the gate..."). Stored, it would read as the player's own line.
+_PLAYER_MARKER = re.compile(r"\A\s*(?:>\s*)+")
+
+
 def hold_rules(prose: str, earlier: str = "") -> tuple[str, dict]:
     """The reply as it is stored, and what was changed to hold the narration's
-    rules: sentences `earlier` (the story the prompt showed) already holds
-    dropped (`drop_copied`), first-person narration outside quotes turned to
-    "you", then the text cut back to its last complete sentence (the cut part
-    is returned as `tail`, kept with the take's record so Continue goes on
+    rules: a leading player's marker ("> ") taken off, sentences `earlier`
+    (the story the prompt showed) already holds dropped (`drop_copied`),
+    first-person narration outside quotes turned to "you", then the text cut
+    back to its last complete sentence (the cut part is returned as `tail`, kept with the take's record so Continue goes on
     from a whole sentence and a reader can still see what was cut)."""
+    marker = _PLAYER_MARKER.match(prose or "")
+    unmarked = bool(marker and prose[marker.end():].strip())
+    prose = prose[marker.end():] if unmarked else prose
     prose, copies = drop_copied(prose, earlier) if earlier else (prose, 0)
     repaired = first_person(prose)
     if repaired:
@@ -137,7 +146,8 @@ def hold_rules(prose: str, earlier: str = "") -> tuple[str, dict]:
     closed = not ends_at_sentence(kept)
     if closed:  # not one complete sentence to cut back to: marked as trailing off, and as cut
         kept = kept.rstrip(" ,;:—-") + "…"
-    return kept, {"first_person_repaired": repaired, "tail": tail, "trailed_off": closed, "dropped_copies": copies}
+    return kept, {"first_person_repaired": repaired, "tail": tail, "trailed_off": closed, "dropped_copies": copies,
+                  "marker_dropped": unmarked}
 
 
 # Words that name nothing: articles, pronouns, prepositions, conjunctions,

@@ -48,6 +48,21 @@ def test_a_cut_that_leaves_an_echoed_instruction_at_the_end_removes_it():
     assert count_leaks([(1, kept), (2, alone)])["leaking"] == 0
 
 
+def test_a_reply_that_opens_with_the_players_marker_is_stored_as_story():
+    """The 135M narrator imitates the prompt's "> You ..." lines; stored so,
+    its reply would read as the player's own line."""
+    from engine.narrative import hold_rules
+
+    kept, rules = hold_rules("> You're standing at the gate. The rain has stopped.")
+    assert kept == "You're standing at the gate. The rain has stopped." and rules["marker_dropped"]
+    kept, rules = hold_rules(">> > You wait.\nThe guard nods.")
+    assert kept == "You wait.\nThe guard nods." and rules["marker_dropped"]
+    kept, rules = hold_rules('The guard reads the note aloud: "> You may pass."')
+    assert kept.startswith("The guard") and not rules["marker_dropped"]  # only the reply's very start
+    kept, rules = hold_rules(">")
+    assert not rules["marker_dropped"]  # nothing after it to keep: left to the turn's empty-reply rule
+
+
 @pytest.mark.parametrize("line, things", [
     ("> You light the lantern and hold it up.", ["lantern"]),
     ("> You search the fisherman's hut for a rope.", ["fisherman", "hut", "rope"]),
