@@ -105,3 +105,22 @@ def test_index_follows_deletes_reindex_and_campaign_deletion(db, campaign):
     fresh = other.add("abbey.md", ABBEY)  # ids are never reused, so no stale index row can collide
     assert min(other.passages(fresh["id"]).passage_id) > highest
     assert fts_rows(db) == passage_ids(db)
+
+
+def test_a_heading_is_stemmed_word_by_word_as_the_index_stems_it():
+    """Headings are stemmed through a per-word cache (a turn meets a hundred new
+    headings made of words it has seen); the stems must be the stemmer's own
+    for the whole heading, as the index's porter tokenizer makes them."""
+    import re
+    from pathlib import Path
+
+    import snowballstemmer
+
+    srd = (Path(__file__).parents[1] / "data" / "knowledge" / "srd5.md").read_text(encoding="utf-8")
+    headings = [line.lstrip("#").strip() for line in srd.splitlines() if line.startswith("#")][:400]
+    porter = snowballstemmer.stemmer("porter")
+    assert len(headings) > 100
+    for heading in headings:
+        whole = frozenset(porter.stemWords(re.findall(r"[^\W_]+", heading.lower())))
+        assert fts._stems(heading) == whole, heading
+    assert fts.in_heading("Casting Spells", ["spell", "cast", "wizard"]) == {0, 1}
