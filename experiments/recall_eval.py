@@ -470,6 +470,60 @@ def method(name: str):
         memory_package.recall = original
 
 
+@contextmanager
+def judging(judge, judged: int | None = None):
+    """Memory recall with `judge` (e.g. `second_stage_judge()`) re-scoring the
+    first score's best `judged` memories, for the duration."""
+    from engine import memory as memory_package
+
+    original = memory_package.recall
+
+    def chosen(*args, **kwargs):
+        kwargs["judge"] = judge
+        return original(*args, **kwargs)
+
+    memory_package.recall = chosen
+    try:
+        with _constants(recall_module, JUDGED=judged):
+            yield
+    finally:
+        memory_package.recall = original
+
+
+def second_stage_judge(kind: str = "embedded"):
+    """The knowledge library's second stage (all-mpnet-base-v2 by default) as a memory judge."""
+    from functools import partial
+
+    from engine.knowledge import relevance, stage_for
+    from engine.providers.embedders import MINILM_ID
+    from engine.settings import Settings
+
+    return partial(relevance, stage_for(Settings(second_stage=kind), MINILM_ID))
+
+
+def judge_ab(builds: Sequence[Built], judge, judged: Sequence[int] = (5, 10, 20), window: int = 4096,
+             half: str | None = "tune") -> pd.DataFrame:
+    """Per number of memories judged (0: no judge, the engine's first score
+    alone): the share of `half`'s probes (None: all) whose fact was in the
+    memories section and reached the prompt at `window`, on the guarded banks."""
+    rows = []
+    for count in (0, *judged):
+        frames = []
+        for b in builds:
+            if not b.guard:
+                continue
+            keys = [f.key for i, f in enumerate(b.spec.facts) if half is None or half_of(i) == half]
+            if count:
+                with judging(judge, count):
+                    frames.append(probe(b, (window,), "parts", keys))
+            else:
+                frames.append(probe(b, (window,), "parts", keys))
+        frame = pd.concat(frames)
+        rows.append({"judged": count, "window": window, "half": half or "both", "in_memory": frame["memory"].mean(),
+                     "reached": frame["reached"].mean(), "probes": len(frame)})
+    return pd.DataFrame(rows)
+
+
 def probe(built: Built, windows: Sequence[int] = WINDOWS, recall: str = "parts",
           keys: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per fact and window: where its needle was in the prompt the probe would be built with."""

@@ -256,8 +256,9 @@ def rescore(stage, session, parts: Sequence[str], candidates: Sequence[tuple[int
 
 def relevance(stage, query_parts: Sequence[str], texts: Sequence[str]) -> list[float]:
     """The second model's score of each text for a query, with nothing
-    stored: for a caller with a handful of texts (memory recall's
-    candidates). A VectorStage embeds the texts here, so keep them few."""
+    stored: for a caller with a handful of texts (a memory judge, see
+    `memory.recall.JUDGED`). A VectorStage embeds the texts here, so keep
+    them few."""
     parts = [p for p in query_parts if p and p.strip()][:STAGE_PARTS]
     if not texts or not parts:
         return [0.0] * len(texts)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,7 +33,7 @@ from .guard import terms
 from .vectors import CACHE, cache_key, cosines
 
 __all__ = ["Recall", "recall", "query_text", "query_parts", "terms", "REDUNDANT_SIMILARITY", "RECALL_NODES",
-           "RECALL_TOKENS", "STORY_WEIGHT", "LEXICAL_WEIGHT", "METHODS"]
+           "RECALL_TOKENS", "STORY_WEIGHT", "LEXICAL_WEIGHT", "METHODS", "JUDGED", "Judge"]
 
 RECALL_NODES = 4
 RECALL_TOKENS = 600
@@ -54,6 +55,16 @@ REDUNDANT_SIMILARITY = 0.93
 STORY_WEIGHT = 0.8
 LEXICAL_WEIGHT = 1.0
 METHODS = ("parts", "single")
+# With a judge (a stronger relevance model, `knowledge.relevance`), this many
+# of the first score's best memories are scored again by it. The turn passes
+# none: all-mpnet-base-v2 as the judge was measured not to help (issue 25;
+# recall_eval's three 200-turn guarded banks at 4,096, tuning half: the fact
+# in the memories section for 18 of 21 probes without it, 18 judging the best
+# 5, 16 judging 10 or 20). The seam stays for measuring another model
+# (`experiments.recall_eval.judge_ab`).
+JUDGED = 10
+# (query parts, memory texts) -> one relevance score per text.
+Judge = Callable[[Sequence[str], Sequence[str]], Sequence[float]]
 
 
 @dataclass
@@ -121,7 +132,7 @@ def _scores(embedder, vectors, parts: list[tuple[str, float]], query: str, metho
 
 
 def recall(session, campaign_id: int, path: Path, embedder, top_k: int, pending: str = "",
-           recent: list[str] | None = None, *, method: str = "parts") -> Recall:
+           recent: list[str] | None = None, *, method: str = "parts", judge: Judge | None = None) -> Recall:
     if embedder is None:
         return Recall(report={"used": [], "error": "No embedder is configured, so no memories are recalled."})
     catalogue = _catalogue(session, path, embedder.model_id)
@@ -149,12 +160,33 @@ def recall(session, campaign_id: int, path: Path, embedder, top_k: int, pending:
     said = terms(parts[0][0]) if parts and method == "parts" else frozenset()
     lexical = _lexical(said, {i: meta[i][3] for i in cosine})
     scores = {i: c + LEXICAL_WEIGHT * lexical.get(i, 0.0) for i, c in cosine.items()}
+    judged = _judged(judge, parts, scores, lexical, meta) if judge is not None else {}
+    scores.update(judged)
     chosen, suppressed = _choose(sorted(scores, key=scores.get, reverse=True), meta, vectors, max(1, top_k))
     used = [{"id": i, "text": meta[i][3], "similarity": round(cosine[i], 4), "lexical": round(lexical.get(i, 0.0), 4),
-             "score": round(scores[i], 4), "pinned": bool(meta[i][1]), "authority": meta[i][2], "source": source}
+             "score": round(scores[i], 4), "judged": i in judged, "pinned": bool(meta[i][1]), "authority": meta[i][2], "source": source}
             for i, source in _sources(session, chosen, scores)]
     return Recall(used, {"used": used, "considered": len(catalogue), "suppressed": suppressed, "error": None,
                          "query": query[-200:], "parts": len(parts), "method": method})
+
+
+def _judged(judge: Judge, parts, scores: dict[int, float], lexical: dict[int, float], meta) -> dict[int, float]:
+    """The first score's best JUDGED memories scored again: the judge's
+    relevance against the query's parts plus the same lexical evidence. Only
+    their order among themselves changes; every memory the judge did not see
+    keeps its place below them."""
+    best = sorted(scores, key=scores.get, reverse=True)[:JUDGED]
+    if not best:
+        return {}
+    try:
+        relevance = judge([text for text, _ in parts], [meta[i][3] for i in best])
+    except Exception:  # noqa: BLE001 - a judge that fails leaves the first order, as a turn without one
+        return {}
+    floor = min(scores[i] for i in best)
+    judged = {i: float(r) + LEXICAL_WEIGHT * lexical.get(i, 0.0) for i, r in zip(best, relevance, strict=True)}
+    low = min(judged.values())
+    # Lifted over every memory the judge did not see, so the cut stays where the first score put it.
+    return {i: v - low + floor + 1.0 for i, v in judged.items()}
 
 
 def _sources(session, chosen: list[int], scores: dict[int, float]):

@@ -149,3 +149,22 @@ def test_the_reader_line_grid_decides_the_bank_again_and_puts_the_engine_back(ev
     grid = ev.reader_lines(builds, (0, 1), window=2048)
     assert list(grid["reader_lines"]) == [0, 1] and (grid["probes"] == 7).all()
     assert guard.READER_LINES == 1 and list(guarded.camp.memories.frame()["text"]) == before
+
+
+def test_the_judge_ab_reaches_memory_recall_and_puts_the_engine_back(evaluated):
+    """A judge that ranks memories by the reverse of their length is asked on
+    every probe of the tuning half; without one the engine's order stands."""
+    from engine import memory as memory_package
+
+    _, builds, _ = evaluated
+    asked = []
+
+    def judge(parts, texts):
+        asked.append(len(texts))
+        return [-len(t) for t in texts]
+
+    before, judged_before = memory_package.recall, ev.recall_module.JUDGED
+    table = ev.judge_ab(builds, judge, judged=(3,), window=2048).set_index("judged")
+    assert list(table.index) == [0, 3] and (table["probes"] == 7).all()
+    assert asked and max(asked) <= 3 and len(asked) >= 7  # the judged arm only, each probe once at most 3
+    assert memory_package.recall is before and ev.recall_module.JUDGED == judged_before
