@@ -490,15 +490,21 @@ def judging(judge, judged: int | None = None):
         memory_package.recall = original
 
 
-def second_stage_judge(kind: str = "embedded"):
-    """The knowledge library's second stage (all-mpnet-base-v2 by default) as a memory judge."""
+def second_stage_judge(kind: str = "embedded", settings=None):
+    """The knowledge library's second stage as a memory judge: "embedded"
+    (all-mpnet-base-v2), or "endpoint" / "rerank" at the server `settings`
+    (a workbench's, e.g. `builds[0].wb.settings`) name."""
+    from dataclasses import replace
     from functools import partial
 
     from engine.knowledge import relevance, stage_for
     from engine.providers.embedders import MINILM_ID
     from engine.settings import Settings
 
-    return partial(relevance, stage_for(Settings(second_stage=kind), MINILM_ID))
+    stage = stage_for(replace(settings or Settings(), second_stage=kind), MINILM_ID)
+    if stage is None:
+        raise ValueError(f"No second stage for {kind!r}: use 'embedded', 'endpoint' or 'rerank'.")
+    return partial(relevance, stage)
 
 
 def judge_ab(builds: Sequence[Built], judge, judged: Sequence[int] = (5, 10, 20), window: int = 4096,

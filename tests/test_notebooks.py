@@ -62,6 +62,8 @@ def test_recall_eval_notebook_runs_with_small_parameters(tmp_path):
     assert set(m["held_out"]) == {"raw/single/2048", "raw/parts/2048", "guarded/single/2048", "guarded/parts/2048"}
     assert all(0 <= v <= 1 for v in m["held_out"].values()) and m["memories_written"] >= 2
     assert m["targets"]["2048"]["target"] is None  # targets are set for 4,096 and 16,384 only
+    judged = {(r["judged"], r["half"]) for r in m["memory_judge"]}  # the real second stage as the memory judge
+    assert judged == {(n, h) for n in (0, 5, 10, 20) for h in ("tune", "held_out")}
 
 
 @pytest.mark.realmodel
