@@ -453,15 +453,14 @@ def weights(story: float | None = None, lexical: float | None = None):
 
 
 @contextmanager
-def method(name: str):
-    """Recall by "parts" (the engine's) or "single" (the one embedded text of before)."""
+def _recall_with(**fixed):
+    """The engine's memory recall called with `fixed` keyword arguments, for the duration."""
     from engine import memory as memory_package
 
     original = memory_package.recall
 
     def chosen(*args, **kwargs):
-        kwargs["method"] = name
-        return original(*args, **kwargs)
+        return original(*args, **{**kwargs, **fixed})
 
     memory_package.recall = chosen
     try:
@@ -470,24 +469,17 @@ def method(name: str):
         memory_package.recall = original
 
 
+def method(name: str):
+    """Recall by "parts" (the engine's) or "single" (the one embedded text of before)."""
+    return _recall_with(method=name)
+
+
 @contextmanager
 def judging(judge, judged: int | None = None):
     """Memory recall with `judge` (e.g. `second_stage_judge()`) re-scoring the
     first score's best `judged` memories, for the duration."""
-    from engine import memory as memory_package
-
-    original = memory_package.recall
-
-    def chosen(*args, **kwargs):
-        kwargs["judge"] = judge
-        return original(*args, **kwargs)
-
-    memory_package.recall = chosen
-    try:
-        with _constants(recall_module, JUDGED=judged):
-            yield
-    finally:
-        memory_package.recall = original
+    with _recall_with(judge=judge), _constants(recall_module, JUDGED=judged):
+        yield
 
 
 def second_stage_judge(kind: str = "embedded", settings=None):
