@@ -15,6 +15,16 @@ from engine.narrative.extract import split
 
 pytestmark = pytest.mark.benchmark
 LIMIT_SECONDS = 0.05
+# `make test` runs these once, on whatever machine and beside whatever else
+# runs, so it holds them to three times the target: a regression to the
+# quadratic scans these replaced took seconds. The 50 ms itself is asserted
+# under `make bench` (the slowest kind, 100 KB of closed objects, took 23 ms
+# on one CI machine and 31 ms on a slower Xeon).
+SLACK_UNTIMED = 3
+
+
+def limit(benchmark) -> float:
+    return LIMIT_SECONDS * (1 if benchmark.enabled else SLACK_UNTIMED)
 
 # Each kind of leftover a reply can stack; every one was quadratic or worse
 # (a 45 KB reply of json fences took 16-24 s, 100 KB of `> {}` lines never ended).
@@ -66,7 +76,7 @@ def test_a_100_kb_story_reply(benchmark):
     assert result.prose == story and result.events == EVENTS
     best = fastest(reply)
     benchmark.extra_info.update(reply_kb=round(len(reply) / 1000), best_ms=round(best * 1000, 2))
-    assert best < LIMIT_SECONDS
+    assert best < limit(benchmark)
 
 
 @pytest.mark.parametrize("kind", STACKED)
@@ -77,4 +87,4 @@ def test_100_kb_of_one_stacked_leftover(benchmark, kind):
     assert bool(result.removals) is (kind not in STAYS)
     best = fastest(reply)
     benchmark.extra_info.update(reply_kb=round(len(reply) / 1000), best_ms=round(best * 1000, 2))
-    assert best < LIMIT_SECONDS
+    assert best < limit(benchmark)
