@@ -34,7 +34,7 @@ import json
 import random
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -503,22 +503,30 @@ def judge_ab(builds: Sequence[Built], judge, judged: Sequence[int] = (5, 10, 20)
              half: str | None = "tune") -> pd.DataFrame:
     """Per number of memories judged (0: no judge, the engine's first score
     alone): the share of `half`'s probes (None: all) whose fact was in the
-    memories section and reached the prompt at `window`, on the guarded banks."""
+    memories section and reached the prompt at `window`, on the guarded banks.
+    `judge_failures` counts the calls the judge failed (recall then keeps its
+    first order, so a broken judge would otherwise read as "no gain")."""
+    failures = 0
+
+    def counted(parts, texts):
+        nonlocal failures
+        try:
+            return judge(parts, texts)
+        except Exception:
+            failures += 1
+            raise
+
     rows = []
     for count in (0, *judged):
-        frames = []
-        for b in builds:
-            if not b.guard:
-                continue
-            keys = [f.key for i, f in enumerate(b.spec.facts) if half is None or half_of(i) == half]
-            if count:
-                with judging(judge, count):
+        failures, frames = 0, []
+        with judging(counted, count) if count else nullcontext():
+            for b in builds:
+                keys = [f.key for i, f in enumerate(b.spec.facts) if half is None or half_of(i) == half]
+                if b.guard:
                     frames.append(probe(b, (window,), "parts", keys))
-            else:
-                frames.append(probe(b, (window,), "parts", keys))
         frame = pd.concat(frames)
         rows.append({"judged": count, "window": window, "half": half or "both", "in_memory": frame["memory"].mean(),
-                     "reached": frame["reached"].mean(), "probes": len(frame)})
+                     "reached": frame["reached"].mean(), "probes": len(frame), "judge_failures": failures})
     return pd.DataFrame(rows)
 
 

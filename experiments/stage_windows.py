@@ -62,15 +62,16 @@ def probe(pairs_path: str | Path, embedder, sentences: int = 2) -> pd.DataFrame:
     scene_vectors = _unit(embedder.embed([t["query"] for t in targeted]))
     everyday_vectors = _unit(embedder.embed(list(pairs["off_topic"])))
 
-    def scores(queries: np.ndarray, mode: str) -> np.ndarray:
+    def scores(queries: np.ndarray) -> dict[str, np.ndarray]:
         passage = queries @ whole.T
         by_window = queries @ parts.T
         best = np.stack([by_window[:, owner == j].max(axis=1) for j in range(len(keys))], axis=1)
-        return {"passage": passage, "window": best, "mean": (passage + best) / 2}[mode]
+        return {"passage": passage, "window": best, "mean": (passage + best) / 2}
 
+    scenes, days = scores(scene_vectors), scores(everyday_vectors)
     rows = []
     for mode in MODES:
-        scored, everyday = scores(scene_vectors, mode), scores(everyday_vectors, mode).max(axis=1)
+        scored, everyday = scenes[mode], days[mode].max(axis=1)
         mine = scored[np.arange(len(targeted)), own]
         above = (scored > mine[:, None]).sum(axis=1)
         labels = [1] * len(mine) + [0] * len(everyday)

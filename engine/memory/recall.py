@@ -160,40 +160,39 @@ def recall(session, campaign_id: int, path: Path, embedder, top_k: int, pending:
     said = terms(parts[0][0]) if parts and method == "parts" else frozenset()
     lexical = _lexical(said, {i: meta[i][3] for i in cosine})
     scores = {i: c + LEXICAL_WEIGHT * lexical.get(i, 0.0) for i, c in cosine.items()}
-    judged = _judged(judge, parts, scores, lexical, meta) if judge is not None else {}
-    scores.update(judged)
-    chosen, suppressed = _choose(sorted(scores, key=scores.get, reverse=True), meta, vectors, max(1, top_k))
+    ranked = sorted(scores, key=scores.get, reverse=True)
+    judged = _judged(judge, parts, ranked[:JUDGED], lexical, meta) if judge is not None else {}
+    ranked = sorted(judged, key=judged.get, reverse=True) + ranked[len(judged):]
+    chosen, suppressed = _choose(ranked, meta, vectors, max(1, top_k))
     used = [{"id": i, "text": meta[i][3], "similarity": round(cosine[i], 4), "lexical": round(lexical.get(i, 0.0), 4),
-             "score": round(scores[i], 4), "judged": i in judged, "pinned": bool(meta[i][1]), "authority": meta[i][2], "source": source}
-            for i, source in _sources(session, chosen, scores)]
+             "score": round(scores[i], 4), "judged": i in judged, "pinned": bool(meta[i][1]),
+             "authority": meta[i][2], "source": source}
+            for i, source in _sources(session, chosen, ranked)]
     return Recall(used, {"used": used, "considered": len(catalogue), "suppressed": suppressed, "error": None,
                          "query": query[-200:], "parts": len(parts), "method": method})
 
 
-def _judged(judge: Judge, parts, scores: dict[int, float], lexical: dict[int, float], meta) -> dict[int, float]:
-    """The first score's best JUDGED memories scored again: the judge's
-    relevance against the query's parts plus the same lexical evidence. Only
-    their order among themselves changes; every memory the judge did not see
-    keeps its place below them."""
-    best = sorted(scores, key=scores.get, reverse=True)[:JUDGED]
+def _judged(judge: Judge, parts, best: list[int], lexical: dict[int, float], meta) -> dict[int, float]:
+    """{memory: the judge's relevance against the query's parts plus the same
+    lexical evidence} for the first score's best (`best`); they are ordered
+    by it among themselves, above every memory the judge did not see. Empty
+    when the judge fails: the first order stands, as in a turn without one."""
     if not best:
         return {}
     try:
         relevance = judge([text for text, _ in parts], [meta[i][3] for i in best])
-    except Exception:  # noqa: BLE001 - a judge that fails leaves the first order, as a turn without one
+    except Exception:  # noqa: BLE001 - a judge that fails must not fail the recall
         return {}
-    floor = min(scores[i] for i in best)
-    judged = {i: float(r) + LEXICAL_WEIGHT * lexical.get(i, 0.0) for i, r in zip(best, relevance, strict=True)}
-    low = min(judged.values())
-    # Lifted over every memory the judge did not see, so the cut stays where the first score put it.
-    return {i: v - low + floor + 1.0 for i, v in judged.items()}
+    return {i: float(r) + LEXICAL_WEIGHT * lexical.get(i, 0.0) for i, r in zip(best, relevance, strict=True)}
 
 
-def _sources(session, chosen: list[int], scores: dict[int, float]):
+def _sources(session, chosen: list[int], ranked: list[int]):
+    """The chosen memories in their ranked order, with where each came from."""
     rows = {r[0]: r[1:] for r in session.execute(
         select(MemoryRow.id, MemoryRow.branch_id, MemoryRow.depth, MemoryRow.source_start, MemoryRow.source_end)
         .where(MemoryRow.id.in_(chosen))).all()}
-    for i in sorted(chosen, key=scores.get, reverse=True):
+    place = {i: n for n, i in enumerate(ranked)}
+    for i in sorted(chosen, key=place.__getitem__):
         branch, depth, start, end = rows[i]
         yield i, {"branch_id": branch, "depth": depth, "source_start": start, "source_end": end}
 

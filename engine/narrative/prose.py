@@ -124,8 +124,9 @@ def hold_rules(prose: str, earlier: str = "") -> tuple[str, dict]:
     rules: a leading player's marker ("> ") taken off, sentences `earlier`
     (the story the prompt showed) already holds dropped (`drop_copied`),
     first-person narration outside quotes turned to "you", then the text cut
-    back to its last complete sentence (the cut part is returned as `tail`, kept with the take's record so Continue goes on
-    from a whole sentence and a reader can still see what was cut)."""
+    back to its last complete sentence (the cut part is returned as `tail`,
+    kept with the take's record so Continue goes on from a whole sentence and
+    a reader can still see what was cut)."""
     marker = _PLAYER_MARKER.match(prose or "")
     unmarked = bool(marker and prose[marker.end():].strip())
     prose = prose[marker.end():] if unmarked else prose

@@ -168,3 +168,10 @@ def test_the_judge_ab_reaches_memory_recall_and_puts_the_engine_back(evaluated):
     assert list(table.index) == [0, 3] and (table["probes"] == 7).all()
     assert asked and max(asked) <= 3 and len(asked) >= 7  # the judged arm only, each probe once at most 3
     assert memory_package.recall is before and ev.recall_module.JUDGED == judged_before
+    assert (table["judge_failures"] == 0).all()
+
+    def broken(parts, texts):
+        raise RuntimeError("the second model is not loaded")
+
+    failed = ev.judge_ab(builds, broken, judged=(3,), window=2048).set_index("judged")
+    assert failed.loc[3, "judge_failures"] >= 7 and failed.loc[0, "judge_failures"] == 0  # said, not read as "no gain"
