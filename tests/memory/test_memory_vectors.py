@@ -7,13 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from narrators import ScriptedNarrator
+from helpers import add_memories, memory_bank
 from sqlalchemy import event, select
 
-from engine import Workbench
 from engine.memory import recall
 from engine.memory.bank import set_vector
-from engine.memory.vectors import pack
 from engine.store import CampaignRow, Database
 from engine.store.memory_tables import MemoryRow
 from engine.story import StoryTree
@@ -38,22 +36,8 @@ class Fixed:
         return np.stack([self.vector if t == self.line else np.zeros_like(self.vector) for t in texts])
 
 
-def open_bench(path: Path):
-    wb = Workbench.open(path, background=False)
-    wb.configure(narrator=ScriptedNarrator(["On."]), embedder="none", memory_enabled=False, auto_summarize=False)
-    camp = wb.new_campaign("Bank", opening="Start.")
-    camp.act("walk")
-    return wb, camp
-
-
 def add_memory(db: Database, camp, text: str, vector) -> int:
-    with db.writing() as s:
-        branch, depth = camp.head
-        row = MemoryRow(campaign_id=camp.id, text=text, branch_id=branch, depth=depth, source_start=depth,
-                        source_end=depth, vector=pack(vector), vector_model=MODEL)
-        s.add(row)
-        s.flush()
-        return row.id
+    return add_memories(db, camp, [(text, vector)], MODEL)[0]
 
 
 def scores(db: Database, camp, query) -> dict[str, float]:
@@ -86,7 +70,7 @@ def blob_reads(db: Database) -> list[int]:
 @pytest.mark.parametrize("old_still_open", [True, False])
 def test_a_file_made_again_at_the_same_path_never_serves_the_old_files_vectors(tmp_path, old_still_open):
     path = tmp_path / "bank.db"
-    old, camp = open_bench(path)
+    old, camp = memory_bank(path)
     first = add_memory(old.db, camp, "The old north road.", NORTH)
     assert scores(old.db, camp, NORTH) == {"The old north road.": 1.0}
     old.close()
@@ -95,7 +79,7 @@ def test_a_file_made_again_at_the_same_path_never_serves_the_old_files_vectors(t
         gc.collect()
     remove(path)
 
-    new, camp = open_bench(path)
+    new, camp = memory_bank(path)
     assert add_memory(new.db, camp, "The new south road.", SOUTH) == first  # same id, same campaign, same path
     assert scores(new.db, camp, NORTH) == {"The new south road.": 0.0}
     assert scores(new.db, camp, SOUTH) == {"The new south road.": 1.0}
@@ -103,7 +87,7 @@ def test_a_file_made_again_at_the_same_path_never_serves_the_old_files_vectors(t
 
 
 def test_re_embedding_a_memory_changes_what_recall_scores(tmp_path):
-    wb, camp = open_bench(tmp_path / "bank.db")
+    wb, camp = memory_bank(tmp_path / "bank.db")
     memory_id = add_memory(wb.db, camp, "The road.", NORTH)
     add_memory(wb.db, camp, "The river.", SOUTH)
     assert scores(wb.db, camp, NORTH) == {"The road.": 1.0, "The river.": 0.0}
@@ -130,7 +114,7 @@ def test_re_embedding_a_memory_changes_what_recall_scores(tmp_path):
 
 
 def test_an_unchanged_bank_reuses_its_matrix_and_a_new_memory_reads_one_vector(tmp_path, monkeypatch):
-    wb, camp = open_bench(tmp_path / "bank.db")
+    wb, camp = memory_bank(tmp_path / "bank.db")
     rng = np.random.default_rng(5)
     for i in range(20):
         add_memory(wb.db, camp, f"Memory {i}.", rng.normal(size=4))

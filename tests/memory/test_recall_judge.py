@@ -5,12 +5,9 @@ import importlib
 
 import numpy as np
 import pytest
-from narrators import ScriptedNarrator
+from helpers import add_memories, memory_bank
 
-from engine import Workbench
-from engine.memory.vectors import pack
 from engine.store import CampaignRow
-from engine.store.memory_tables import MemoryRow
 from engine.story import StoryTree
 
 recall_package = importlib.import_module("engine.memory.recall")
@@ -47,15 +44,8 @@ class Judge:
 
 @pytest.fixture
 def bank(tmp_path):
-    wb = Workbench.open(tmp_path / "judge.db", background=False)
-    wb.configure(narrator=ScriptedNarrator(["On."]), embedder="none", memory_enabled=False, auto_summarize=False)
-    camp = wb.new_campaign("Keys", opening="Start.")
-    camp.act("walk")
-    with wb.db.writing() as s:
-        branch, depth = camp.head
-        for text, vector in VECTORS.items():
-            s.add(MemoryRow(campaign_id=camp.id, text=text, branch_id=branch, depth=depth, source_start=depth,
-                            source_end=depth, vector=pack(np.array(vector, dtype=np.float32)), vector_model=MODEL))
+    wb, camp = memory_bank(tmp_path / "judge.db")
+    add_memories(wb.db, camp, list(VECTORS.items()), MODEL)
     return wb, camp
 
 
