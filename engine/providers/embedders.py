@@ -9,12 +9,14 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import httpx
 import numpy as np
 
-from ..errors import NarratorError, NarratorUnavailable
+from ..errors import ModelMismatch, NarratorError, NarratorUnavailable
 from .endpoints import EndpointRefused, check
 from .http import make_client
 
@@ -111,6 +113,7 @@ class OpenAIEmbedder:
 
 _st_lock = threading.Lock()
 _st_models: dict[str, object] = {}  # model id -> a loaded SentenceTransformer, once per process
+_query_sessions: dict[str, object] = {}  # model id -> its ONNX query session, or None for PyTorch
 
 
 def _fit_threads(query: bool = False) -> None:
@@ -151,6 +154,58 @@ class _LocalSentenceEmbedder:
         raise NotImplementedError
 
     @classmethod
+    def _export_dir(cls) -> Path:
+        """Where the query encoder's ONNX export lives: the user's model cache."""
+        from .mpnet import cache_root
+
+        return cache_root() / cls.model_id.rsplit("/", 1)[-1]
+
+    @classmethod
+    def _weights_digest(cls) -> str:
+        """sha256 of the weights an export must have been made from."""
+        from .mpnet import sha256_of
+
+        return sha256_of(Path(cls._folder()) / "model.safetensors")
+
+    @classmethod
+    def _query_session(cls):
+        """The ONNX Runtime session a query's parts run through, or None for
+        PyTorch (engine.providers.onnx_query says why and when); loaded once."""
+        with _st_lock:
+            if cls.model_id not in _query_sessions:
+                from . import onnx_query
+                from .worker import THREADS_ENV, default_threads
+
+                threads = default_threads() if os.environ.get(THREADS_ENV, "").strip() else 1  # as _fit_threads
+                _query_sessions[cls.model_id] = onnx_query.load(cls._export_dir(), cls._weights_digest(), threads)
+            return _query_sessions[cls.model_id]
+
+    @classmethod
+    def prepare_queries(cls) -> str:
+        """Export the encoder for a turn's queries once (make setup), which also
+        smoke-tests ONNX Runtime on this CPU against PyTorch's vectors. A
+        failure is reported and leaves queries on PyTorch: slower, same vectors."""
+        from . import onnx_query
+
+        name = cls.model_id.rsplit("/", 1)[-1]
+        if cls._query_session() is not None:
+            return f"{name}: queries run through ONNX Runtime (checked before)"
+        folder = cls._export_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            target = onnx_query.export(cls._model(), folder, cls._weights_digest())
+        except (ImportError, ModelMismatch) as exc:
+            return f"{name}: queries run through PyTorch, slower: {exc}"
+        with _st_lock:
+            _query_sessions.pop(cls.model_id, None)
+        return f"{name}: queries run through ONNX Runtime ({target}, exported and checked against PyTorch's vectors)"
+
+    @property
+    def query_backend(self) -> str:
+        """What a turn's query runs through: "onnxruntime" or "torch"."""
+        return "onnxruntime" if self._query_session() is not None else "torch"
+
+    @classmethod
     def _model(cls):
         with _st_lock:
             if cls.model_id not in _st_models:
@@ -181,9 +236,16 @@ class _LocalSentenceEmbedder:
 
         if len(texts) > QUERY_TEXTS:  # passages ahead of play: encode sorts them by length into batches
             return np.asarray(encode(texts), dtype=np.float32)
+        session = self._query_session()  # the same vectors through a faster pass for short lines
+        if session is None:
+            run = encode
+        else:
+            from .onnx_query import encode as run_onnx
+
+            run = partial(run_onnx, model, session)
         rows: dict[int, np.ndarray] = {}
         for group in length_groups(texts):  # a query's parts: only alike lengths share a forward pass
-            rows.update(zip(group, encode([texts[i] for i in group]), strict=True))
+            rows.update(zip(group, run([texts[i] for i in group]), strict=True))
         return np.asarray(np.stack([rows[i] for i in range(len(texts))]), dtype=np.float32)
 
 
@@ -218,6 +280,12 @@ class MPNetEmbedder(_LocalSentenceEmbedder):
         from .mpnet import model_dir
 
         return str(model_dir())
+
+    @classmethod
+    def _weights_digest(cls) -> str:
+        from .mpnet import MODEL_SHA256
+
+        return MODEL_SHA256  # model_dir() checked the unpacked weights against it
 
 
 class LlamaEmbedder:

@@ -66,19 +66,23 @@ def test_a_querys_parts_are_embedded_unpadded_and_match_the_batched_vectors(monk
     """Grouped by length (`length_groups`): no part is padded to a much
     longer one, and the vectors are the batched ones (padding is masked out
     of them), so nothing calibrated on batched vectors moves."""
+    from engine.providers import onnx_query
+
     embedder = MiniLMEmbedder()
     model = embedder._model()
     batched = model.encode(QUERY, batch_size=64, convert_to_numpy=True, show_progress_bar=False)
-    asked = []
-    encode = model.encode
+    asked, passes = [], []
+    encode, run_onnx = model.encode, onnx_query.encode
     monkeypatch.setattr(model, "encode", lambda texts, **kw: asked.append(list(texts)) or encode(texts, **kw))
+    monkeypatch.setattr(onnx_query, "encode", lambda m, s, texts: passes.append(list(texts)) or run_onnx(m, s, texts))
+    assert embedder.query_backend == "onnxruntime"  # make setup exported the query encoder
     apart = embedder.embed(QUERY)
-    assert sorted(map(sorted, asked)) == sorted(sorted(QUERY[i] for i in g) for g in length_groups(QUERY))
-    assert [QUERY[0]] in asked and len(asked) > 1 and len(QUERY) <= QUERY_TEXTS
+    assert sorted(map(sorted, passes)) == sorted(sorted(QUERY[i] for i in g) for g in length_groups(QUERY))
+    assert [QUERY[0]] in passes and len(passes) > 1 and len(QUERY) <= QUERY_TEXTS and asked == []
     assert apart.shape == (4, 384) and np.abs(apart - batched).max() < 1e-5
-    asked.clear()
-    many = embedder.embed(QUERY * 3)  # more than a query's parts: passages, in batches
-    assert asked == [QUERY * 3] and np.abs(many[:4] - batched).max() < 1e-5
+    passes.clear()
+    many = embedder.embed(QUERY * 3)  # more than a query's parts: passages, in batches, through PyTorch
+    assert asked == [QUERY * 3] and passes == [] and np.abs(many[:4] - batched).max() < 1e-5
 
 
 @pytest.mark.realmodel
