@@ -347,6 +347,9 @@ class Library:
         data = {"second_stage": stage.model_id, "second_stage_floor": fusion.floor if fusion else floor,
                 "second_stage_fused": fusion is not None, "second_stage_note": "",
                 "second_stage_vectors": stage.needs_vectors}
+        ready = getattr(getattr(stage, "embedder", None), "query_export_ready", None)
+        if ready is not None:  # a local model: is a turn's query on the fast path (engine.providers.onnx_query)?
+            data["second_stage_queries"] = "ONNX Runtime" if ready() else "PyTorch"
         if floor is None:
             data["second_stage_note"] = uncalibrated_stage_note(stage.model_id)
         if stage.needs_vectors:
@@ -422,6 +425,11 @@ def _second_words(d: dict) -> str:
     head = f"Second stage: {d['second_stage']} ({fused}floor {d['second_stage_floor']})"
     if not d.get("second_stage_vectors"):
         return head + ", scoring each turn's candidates on the server."
+    if d.get("second_stage_queries") == "PyTorch":
+        head += (", queries through PyTorch (slower; python -m engine.providers.query_exports puts them on ONNX "
+                 "Runtime)")
+    elif d.get("second_stage_queries"):
+        head += f", queries through {d['second_stage_queries']}"
     done, total = d["second_stage_ready"], d["second_stage_total"]
     if done >= total:
         return head + f", all {total} passage vectors ready."

@@ -200,6 +200,13 @@ class _LocalSentenceEmbedder:
             _query_sessions.pop(cls.model_id, None)
         return f"{name}: queries run through ONNX Runtime ({target}, exported and checked against PyTorch's vectors)"
 
+    @classmethod
+    def query_export_ready(cls) -> bool:
+        """Whether a checked export is in place for these weights, without loading it."""
+        from . import onnx_query
+
+        return onnx_query.exported(cls._export_dir(), cls._weights_digest())
+
     @property
     def query_backend(self) -> str:
         """What a turn's query runs through: "onnxruntime" or "torch"."""

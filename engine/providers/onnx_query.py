@@ -33,7 +33,7 @@ import numpy as np
 
 from ..errors import ModelMismatch
 
-__all__ = ["PROBES", "QUERY_FILE", "TOLERANCE", "encode", "export", "load"]
+__all__ = ["PROBES", "QUERY_FILE", "TOLERANCE", "encode", "export", "exported", "load"]
 
 log = logging.getLogger(__name__)
 
@@ -133,20 +133,29 @@ def export(model, folder: Path, weights_sha256: str) -> Path:
     return target
 
 
+def exported(folder: Path, weights_sha256: str) -> bool:
+    """Whether `folder` holds an export checked against these weights (its
+    stamp and size; nothing loaded, so a status can ask)."""
+    try:
+        recorded = json.loads(_stamp(folder).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    target = folder / QUERY_FILE
+    return recorded.get("weights_sha256") == weights_sha256 and target.is_file() \
+        and target.stat().st_size == recorded.get("bytes")
+
+
 def load(folder: Path, weights_sha256: str, threads: int = 1):
     """An ONNX Runtime session over `folder`'s export, or None (with the
     reason logged) when there is none for these weights, onnxruntime is not
     installed, or the file is not the one the stamp describes: the caller
     then runs the query through PyTorch, slower, same vectors."""
-    target, stamp = folder / QUERY_FILE, _stamp(folder)
-    try:
-        recorded = json.loads(stamp.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    target = folder / QUERY_FILE
+    if not _stamp(folder).is_file():
         log.info("No checked ONNX export of %s: queries run through PyTorch (python -m engine.providers.query_exports "
                  "makes one).", folder.name)
         return None
-    if recorded.get("weights_sha256") != weights_sha256 or not target.is_file() \
-            or target.stat().st_size != recorded.get("bytes"):
+    if not exported(folder, weights_sha256):
         log.warning("The ONNX export in %s is not the one checked against these weights: queries run through "
                     "PyTorch. Delete %s and run python -m engine.providers.query_exports.", folder, target.name)
         return None

@@ -379,3 +379,19 @@ def test_the_second_model_scans_the_whole_library_once_its_vectors_are_complete(
     assert half.report["second_stage_scan"] == 0
     lib.embed_second_stage()
     assert lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET).report["second_stage_scan"] == 2
+
+
+def test_the_status_says_what_a_turns_query_runs_through(db, campaign, topic, calibrated, tmp_path, monkeypatch):
+    """The local second model's query runs through its ONNX export when make
+    setup made one (engine.providers.onnx_query); an install without it is
+    told, in the status, that it is on the slower path and how to leave it."""
+    lib = staged(db, campaign, topic, VectorStage(MPNetEmbedder()))
+    status = lib.status()
+    assert status.data["second_stage_queries"] == "ONNX Runtime" and "queries through ONNX Runtime" in str(status)
+    monkeypatch.setenv("STORY_WORKBENCH_MODELS", str(tmp_path))  # a model cache without the export
+    status = lib.status()
+    assert status.data["second_stage_queries"] == "PyTorch"
+    assert "queries through PyTorch (slower; python -m engine.providers.query_exports" in str(status)
+    server = Library(db, campaign, lambda: topic, progress=False,
+                     second_stage=VectorStage(OpenAIEmbedder("http://127.0.0.1:9/v1", "server-model")))
+    assert "second_stage_queries" not in server.status().data  # a server's model: its own business
