@@ -6,6 +6,7 @@ put a paraphrase at 0.46 where nomic-embed-text's floor is 0.58).
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -19,6 +20,8 @@ import numpy as np
 from ..errors import ModelMismatch, NarratorError, NarratorUnavailable
 from .endpoints import EndpointRefused, check
 from .http import make_client
+
+log = logging.getLogger(__name__)
 
 __all__ = ["MINILM_ID", "MPNET_ID", "PADDING_SLACK", "QUERY_TEXTS", "Embedder", "LlamaEmbedder", "MPNetEmbedder",
            "MiniLMEmbedder", "OpenAIEmbedder", "length_groups"]
@@ -244,16 +247,25 @@ class _LocalSentenceEmbedder:
         if len(texts) > QUERY_TEXTS:  # passages ahead of play: encode sorts them by length into batches
             return np.asarray(encode(texts), dtype=np.float32)
         session = self._query_session()  # the same vectors through a faster pass for short lines
-        if session is None:
-            run = encode
-        else:
+        if session is not None:
             from .onnx_query import encode as run_onnx
 
-            run = partial(run_onnx, model, session)
-        rows: dict[int, np.ndarray] = {}
-        for group in length_groups(texts):  # a query's parts: only alike lengths share a forward pass
-            rows.update(zip(group, run([texts[i] for i in group]), strict=True))
-        return np.asarray(np.stack([rows[i] for i in range(len(texts))]), dtype=np.float32)
+            try:
+                return _by_length(texts, partial(run_onnx, model, session))
+            except Exception as exc:  # onnxruntime raises its own classes; the query must not fail for it
+                log.warning("ONNX Runtime failed on a query (%s); %s's queries run through PyTorch from now on.",
+                            exc, self.model_id)
+                with _st_lock:
+                    _query_sessions[self.model_id] = None
+        return _by_length(texts, encode)
+
+
+def _by_length(texts: list[str], run) -> np.ndarray:
+    """A query's parts through `run`, only alike lengths sharing a forward pass."""
+    rows: dict[int, np.ndarray] = {}
+    for group in length_groups(texts):
+        rows.update(zip(group, run([texts[i] for i in group]), strict=True))
+    return np.asarray(np.stack([rows[i] for i in range(len(texts))]), dtype=np.float32)
 
 
 class MiniLMEmbedder(_LocalSentenceEmbedder):

@@ -88,3 +88,19 @@ def test_without_onnxruntime_queries_stay_on_pytorch(fresh_exports, monkeypatch)
     assert "queries run through PyTorch, slower" in message
     assert not (fresh_exports / "query.onnx").exists() and MiniLMEmbedder().query_backend == "torch"
     assert MiniLMEmbedder().embed(LINES[:1]).shape == (1, 384)
+
+
+class Failing:
+    def run(self, *args, **kwargs):
+        raise RuntimeError("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : a kernel failed")
+
+
+def test_a_session_that_fails_mid_play_hands_the_query_to_pytorch(monkeypatch, caplog):
+    """A query never fails because ONNX Runtime did: the same vectors come
+    from PyTorch, and the model stays there for the rest of the process."""
+    monkeypatch.setitem(embedders._query_sessions, MiniLMEmbedder.model_id, Failing())
+    e = MiniLMEmbedder()
+    with caplog.at_level(logging.WARNING, logger="engine.providers.embedders"):
+        got = e.embed(LINES)
+    assert np.abs(got - torch_vectors(e, LINES)).max() < 1e-5
+    assert "ONNX Runtime failed on a query" in caplog.text and e.query_backend == "torch"
