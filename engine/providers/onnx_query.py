@@ -60,13 +60,17 @@ def _stamp(folder: Path) -> Path:
     return folder / _STAMP
 
 
+def _features(model, texts) -> dict:
+    """The model's own tokenising (sentence-transformers 6 renamed `tokenize` to `preprocess`)."""
+    return (getattr(model, "preprocess", None) or model.tokenize)(list(texts))
+
+
 def encode(model, session, texts: list[str]) -> np.ndarray:
     """`model.encode(texts)` with the transformer's pass run by `session`:
     one padded batch, so callers group texts of alike length first."""
     import torch
 
-    prepare = getattr(model, "preprocess", None) or model.tokenize  # sentence-transformers 6 renamed it
-    features = prepare(list(texts))
+    features = _features(model, texts)
     feeds = {"input_ids": features["input_ids"].numpy(), "attention_mask": features["attention_mask"].numpy()}
     hidden = session.run(None, feeds)[0]
     features["token_embeddings"] = torch.from_numpy(hidden)
@@ -111,13 +115,13 @@ def export(model, folder: Path, weights_sha256: str) -> Path:
         def forward(self, input_ids, attention_mask):
             return self.inner(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
-    sample = (getattr(model, "preprocess", None) or model.tokenize)(list(PROBES[:2]))
+    sample = _features(model, PROBES[:2])
     axes = {"batch": 0, "tokens": 1}
     dynamic = {name: {i: a for a, i in axes.items()} for name in ("input_ids", "attention_mask", "hidden")}
     target = folder / QUERY_FILE
     with tempfile.TemporaryDirectory(dir=folder, prefix=".onnx-") as work:
         draft = Path(work) / QUERY_FILE
-        with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
+        with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the tracer's notes on branches; the check below decides
             torch.onnx.export(_Encoder().eval(), (sample["input_ids"], sample["attention_mask"]), str(draft),
                               input_names=["input_ids", "attention_mask"], output_names=["hidden"],
