@@ -8,8 +8,8 @@
 
 Lower layers take plain values (a session, a campaign id), never the facade.
 """
+from .editing import EDITABLE, LOGICS, Card, add_card, cards, delete_card, edit_card, normal_keys
 from .errors import CardRefused
-from .store import EDITABLE, LOGICS, Card, add_card, cards, delete_card, edit_card, normal_keys
 from .triggers import SCAN_DEPTH, Fired, fired_cards, key_pattern, logic_name, lore_for, unusable, unusable_keys
 
 __all__ = [

@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session
 
 from ..budget import tokens
 from ..store.cards_tables import StoryCardRow
-from .store import LOGICS, Card
+from .editing import LOGICS, Card
 
 __all__ = ["SCAN_DEPTH", "Fired", "fired_cards", "key_pattern", "logic_name", "lore_for", "unusable",
            "unusable_keys"]

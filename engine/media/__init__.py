@@ -12,7 +12,7 @@ the head or records an event:
 
 - `scene`: the scene packet and its id;
 - `profiles`: visual profiles, one per entity, campaign-scoped;
-- `providers`: the five kinds, the protocols and the registry (empty by default);
+- `registry`: the five kinds, the protocols and the registry (empty by default);
 - `endpoints`: the loopback-only rule for media servers;
 - `view`: a packet as a table for a notebook;
 - `espeak` (imported only when asked): narration read aloud offline.
@@ -20,7 +20,7 @@ the head or records an event:
 from ..errors import MediaEndpointRefused, MediaError, MediaProviderError, ProfileError
 from .endpoints import check_endpoint, endpoint_rejection_reason
 from .profiles import all_profiles, delete_profile, profile, set_profile
-from .providers import (
+from .registry import (
     AUDIO,
     IMAGE,
     MEDIA_KINDS,

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MediaError, MediaProviderError
-from .providers import SPEECH, MediaResult, ProviderCapabilities
-from .providers import register as _register
+from .registry import SPEECH, MediaResult, ProviderCapabilities
+from .registry import register as _register
 
 __all__ = ["BINARY", "MAX_TEXT", "PROVIDER_ID", "EspeakSpeech", "available", "register", "wav_seconds"]
 

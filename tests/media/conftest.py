@@ -1,7 +1,7 @@
 import pytest
 from office import build
 
-from engine.media import providers
+from engine.media import registry
 
 
 @pytest.fixture
@@ -12,9 +12,9 @@ def office(wb):
 @pytest.fixture(autouse=True)
 def empty_registry():
     """Every test starts and ends with the process-wide registry as it found it."""
-    before = providers.registered()
+    before = registry.registered()
     yield
-    for name in providers.registered():
-        providers.unregister(name)
+    for name in registry.registered():
+        registry.unregister(name)
     for name, provider in before.items():
-        providers.register(name, provider)
+        registry.register(name, provider)
