@@ -438,7 +438,7 @@ class Campaign:
     def __repr__(self) -> str:
         return f"<Campaign {self.id} {self.title!r}>"
 
-    # ------------------------------------------------------------ media (engine.media, issue 31)
+    # ------------------------------------------------------------ media (engine.media)
     # Presentation only: none of these writes the state, moves the head or
     # records an event; each delegates to engine.media with plain values.
     def scene(self, start: int | None = None, end: int | None = None):
@@ -473,7 +473,7 @@ class Campaign:
 
         delete_profile(self._db, self.id, entity)
 
-    # ------------------------------------------------------------ the player's table (issue 27)
+    # ------------------------------------------------------------ the player's table
     # Thin: each delegates to engine.story with plain values.
     @property
     def authors_note(self) -> str:

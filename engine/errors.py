@@ -102,7 +102,7 @@ class BackupError(WorkbenchError):
     """A backup did not complete; nothing was left behind and the database is untouched."""
 
 
-# ------------------------------------------------------------ media (engine.media, issue 31)
+# ------------------------------------------------------------ media (engine.media)
 class MediaError(WorkbenchError, ValueError):
     """A media request that cannot be made as asked (an unknown kind, a blank
     provider name, a scene range that is not a depth on the story being read)."""

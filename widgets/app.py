@@ -68,7 +68,7 @@ class CampaignApp(PassageEditing):
         self.controls = Controls()
         self.keys = KeyBridge()
         self.save_points = SavePointsBar(camp, changed=self.refresh, say=self._say)
-        self.read_aloud = ReadAloud(lambda: newest_passage(self._history))  # widgets/speech.py (issue 31)
+        self.read_aloud = ReadAloud(lambda: newest_passage(self._history))  # widgets/speech.py
         self.panel_box, self.panel_widgets = build_panels(camp, self.panels if panels is None else panels)
         self.widget = w.VBox([self.story.widget, self.meter.widget, self.controls.widget, self.read_aloud.widget,
                               self.save_points.widget, self.panel_box, self.keys])

@@ -72,7 +72,7 @@ def newest_first(texts: Sequence[str], n: int, sep: str = "\n\n") -> str:
     embedded MiniLM embeds the first 256 word pieces (about 190 words) of a
     text, and the lexical path keeps a query's first terms (`fts.MAX_TERMS`).
     In played order a full 600-token query was searched by its oldest story
-    and never by the reader's own input (issue 16: 1 of 72 scenes found their
+    and never by the reader's own input (the retrieval evaluation then: 1 of 72 scenes found their
     passage after three turns of other story)."""
     kept: list[str] = []
     room = n

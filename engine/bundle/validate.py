@@ -22,7 +22,7 @@ __all__ = ["READABLE", "READERS", "validate"]
 # written with it exist.
 READERS: dict[tuple[str, int], Callable[[dict], Plan]] = {
     (FORMAT, 1): read_v1,
-    (FORMAT, 2): read_v2,  # prompt texts stored once (issue 15)
+    (FORMAT, 2): read_v2,  # prompt texts stored once, under their hash
 }
 READABLE = sorted({f"{name} v{version}" for name, version in READERS} | set(reference.FORMATS))
 

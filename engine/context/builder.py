@@ -41,7 +41,7 @@ AUTHORS_NOTE_DEPTH = 3
 # reminder, the input restated. Each costs one separator, priced up front.
 STORY_SECTION_SLOTS = 12
 # The turn's input said again as the last line before the reply, where a
-# small model heeds it. On issue 30's twelve tuning turns (SmolLM2-135M, short
+# small model heeds it. On the narration evaluation's twelve tuning turns (SmolLM2-135M, short
 # protocol rule) the reply took up what the input named in 6 of 11 with it and
 # 3 of 11 without; "[Now narrate what happens next: ...]" did worse than "[Now: ...]".
 RESTATE_INPUT = True
@@ -134,7 +134,7 @@ def render_line(line: Line) -> str:
 def restated(line: Line | None) -> str:
     """The input said once more, last: after the history the state, the
     length hint and the reminder stand between it and the reply, and a 135M
-    narrator took up the thing an input named in 1 reply of 19 (issue 30)."""
+    narrator took up the thing an input named in 1 reply of 19 (the narration evaluation, on the defaults)."""
     if line is None or not RESTATE_INPUT or not line.text.strip():
         return ""
     text = line.text.strip()

@@ -1,7 +1,7 @@
 """The narration's own rules, held by the application: a reply ends at a
 sentence end, and narration speaks to "you", never as "I".
 
-A 135M narrator broke both on the defaults (issue 30: 67 % of replies ended
+A 135M narrator broke both on the defaults (the narration evaluation: 67 % of replies ended
 at a sentence end, 58 % were in the second person: "I'm Grimjack, the
 tavern's former captain…"). These are plain text functions; the turn runner
 decides when to use them and records what it changed.
@@ -114,7 +114,7 @@ def reply_opening(kind: str | None, line: str) -> str:
 
 
 # The player's marker at the very start of a reply: the 135M narrator
-# imitating the prompt's "> You ..." lines (issue 30's evaluation: "> You're
+# imitating the prompt's "> You ..." lines (a reply of the narration evaluation: "> You're
 # standing at the gate..."). Stored, it would read as the player's own line.
 _PLAYER_MARKER = re.compile(r"\A\s*(?:>\s*)+")
 
@@ -222,7 +222,7 @@ def takes_up(reply: str, line: str, known: str = "") -> bool | None:
     With `known` (the story the prompt showed), the things it already names
     are set aside while the input names anything new: "unfold the harbour
     master's letter" in a harbour town is about the letter, and a reply
-    naming the harbour had passed (issue 30's tuning turns: a judge without
+    naming the harbour had passed (the narration evaluation's tuning turns: a judge without
     this let 2 of 3 starts through and gained no uptake)."""
     wanted = _new_things(named_things(line), known)
     if not wanted:
@@ -250,7 +250,7 @@ def steer_words(kind: str | None, line: str, known: str = "") -> list[str]:
     biases their tokens until the reply names one): the thing each of the
     input's phrases names, its last word ("the harbour master's letter" ->
     letter, "the broken oar" -> oar: the steer stops at the first word
-    written, and on issue 30's tuning turns a written "harbour" or "broken"
+    written, and on the narration evaluation's tuning turns a written "harbour" or "broken"
     had stopped it short of the thing; of a direction, only its subject's:
     "sea" had stopped "Fog rolls in from the sea"), the story's `known` ones set aside,
     each as the input spelled it and as its singular. None for Continue."""
@@ -297,8 +297,8 @@ def _four_grams(text: str) -> set[tuple[str, ...]]:
 
 def drop_copied(prose: str, earlier: str) -> tuple[str, int]:
     """The reply without the sentences the story already holds, and how many
-    were dropped. A 135M narrator falls into copying its last reply (issue 30:
-    every reply from the fourteenth of twenty-four opened with the same
+    were dropped. A 135M narrator falls into copying its last reply (the narration
+    evaluation: every reply from the fourteenth of twenty-four opened with the same
     sentence); a copy kept in the history is copied again. A reply that is
     nothing but copies is returned whole: an empty turn is worse."""
     seen = _four_grams(earlier)

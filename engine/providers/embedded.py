@@ -35,8 +35,8 @@ BUNDLED_ID = "smollm2-135m-instruct-q4_1"
 # 2-core machine and is the window the context builder is told about.
 DEFAULT_N_CTX = 4096
 # Measured on SmolLM2-135M: below ~1.2 it loops on one sentence within 100
-# tokens; 1.3 keeps it moving without derailing grammar. Issue 30's twelve
-# tuning turns (narration_eval.TUNING) agree: the reply took up the input's
+# tokens; 1.3 keeps it moving without derailing grammar. The narration
+# evaluation's twelve tuning turns (narration_eval.TUNING) agree: the reply took up the input's
 # named thing in 3, 5, 6 and 5 of 11 at 1.1, 1.2, 1.3 and 1.5, with 30 %, 17 %,
 # 15 % and 35 % of its word 4-grams already written in an earlier reply.
 REPEAT_PENALTY = 1.3
@@ -47,7 +47,7 @@ REPEAT_PENALTY = 1.3
 SAMPLING: dict = {}
 # What the steer adds to the logit of a named thing's first token until the
 # reply names one (engine.providers.worker._steered; settings.steer_named).
-# Chosen on issue 30's tuning turns (narration_eval.TUNING, 11 named prompts x
+# Chosen on the narration evaluation's tuning turns (narration_eval.TUNING, 11 named prompts x
 # 3 seeds, 120-token replies, narration_eval.steer_ab): the model's own words
 # named the input's thing in 12, 28, 29 and 31 of 33 at biases 0, 4, 6 and 8
 # with memories off in the prompts. On the defaults (memories and summaries
@@ -58,7 +58,7 @@ SAMPLING: dict = {}
 STEER_BIAS = 6.0
 # The DRY sampler's multiplier for narration (engine.providers.worker.with_dry;
 # 0 turns it off). Memory and summary requests are never penalised: they
-# should repeat the story's words. Chosen on issue 30's tuning turns with
+# should repeat the story's words. Chosen on the narration evaluation's tuning turns with
 # memories and summaries on in the prompts (TUNING played to 24 turns):
 # on the same 22 prompts x 3 seeds, the share of a reply's word 4-grams the
 # prompt already held was 15 %, 6.3 %, 2.9 % and 1.3 % at 0, 0.4, 0.8 and

@@ -2,7 +2,7 @@
 
 llama.cpp is native code: a build that uses an instruction the CPU (or its
 sandbox) does not allow dies with a signal, and in-process that signal takes
-the notebook kernel and every open campaign with it (issue 13: an AMX kernel
+the notebook kernel and every open campaign with it (an AMX kernel once
 killed pytest, papermill and the play notebook). So the model lives in a
 child process that owns one `Llama` and its KV cache for as long as the
 workbench runs. The parent sees a crash as a closed pipe and says so; the
