@@ -142,7 +142,7 @@ class Report(dict):
 
 
 def _ratio_line(tokens: dict, window: dict) -> html.Html:
-    """The per-model estimate correction, when one is in force (engine.providers.accounting)."""
+    """The per-model estimate correction, when one is in force (engine.budget.ratios)."""
     ratio = tokens.get("token_ratio")
     if not isinstance(ratio, int | float) or ratio <= 1.0:
         return html.Html("")

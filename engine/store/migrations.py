@@ -101,7 +101,7 @@ def _v1_story_tree(db: Connection) -> None:
 
 
 def _token_ratios(db: Connection) -> None:
-    """Server tokens per cl100k token, measured per model (engine.providers.accounting.TokenRatios)."""
+    """Server tokens per cl100k token, measured per model (engine.budget.ratios.TokenRatios)."""
     db.execute(
         """CREATE TABLE token_ratios (
             model_key VARCHAR(500) PRIMARY KEY,
