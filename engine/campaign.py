@@ -28,9 +28,10 @@ from .store.narrative_tables import StateEventRow
 from .story import StoryTree, savepoints
 from .story.lineage import path_to
 from .turns import TurnRequest, busy, campaign_lock, dry_run, record, run_turn
+from .turns.inputs import direction_line, player_line
 from .turns.record import SECTION_COLUMNS  # noqa: F401  (experiments/accounting.py reads it here)
 from .turns.write import Take, write_state, write_turn
-from .views import Entry, SavePoint, Turn
+from .views import Entry, Revision, SavePoint, Turn
 
 if TYPE_CHECKING:
     from .providers import Narrator
@@ -171,6 +172,14 @@ class Campaign:
                        on_status: TextCallback = None) -> Turn:
         """A beat the player does not act in."""
         return self._play(TurnRequest("continue"), on_text, on_reasoning, on_status)
+
+    def extend(self, *, on_text: TextCallback = None, on_reasoning: TextCallback = None,
+               on_status: TextCallback = None) -> Turn:
+        """Continue the newest narration itself, as SillyTavern's continue does:
+        the narrator writes on from where it stops (a cut reply from its cut),
+        and the passage becomes one longer passage, the same take. Its text
+        before is kept as a revision (`revisions`)."""
+        return self._play(TurnRequest("extend"), on_text, on_reasoning, on_status)
 
     def direct(self, text: str, *, on_text: TextCallback = None, on_reasoning: TextCallback = None,
                        on_status: TextCallback = None) -> Turn:
@@ -358,6 +367,58 @@ class Campaign:
             return write_turn(tree.session, tree.campaign, take)
         return self._change("edit", go)
 
+    def revise(self, node_id: int, text: str) -> Entry:
+        """Correct a passage where it stands: the story after it stays as it is,
+        and the text it replaced is kept (`revisions`, `restore_revision`). A
+        narration loses any state block (the state is corrected with
+        `correct`); your own line is written as the story records lines
+        ("open the door" -> "> You open the door.")."""
+        def go(tree: StoryTree) -> Entry:
+            node = tree.node(node_id)
+            tree.revise(node, _revised_text(node.kind, text))
+            return self._entry_of(tree, node)
+        return self._change("edit a passage", go)
+
+    def revisions(self, node_id: int) -> list[Revision]:
+        """Every text a passage has had, oldest first; the last is the one shown."""
+        with self._db.reading() as s:
+            tree = self._tree(s)
+            node = tree.node(node_id)
+            rows = tree.revisions(node)
+            out = [Revision(i + 1, r.text, False, r.reason, r.created_at) for i, r in enumerate(rows)]
+            return [*out, Revision(len(rows) + 1, node.text, True)]
+
+    def restore_revision(self, node_id: int, n: int) -> Entry:
+        """Bring back text `n` of a passage (`revisions`); the text it replaces is kept too."""
+        def go(tree: StoryTree) -> Entry:
+            node = tree.node(node_id)
+            rows = tree.revisions(node)
+            if not 1 <= n <= len(rows):
+                raise NotAllowed(f"Revision {n} is not an earlier text of this passage: it has "
+                                 f"{len(rows)} earlier text(s), 1 to {len(rows)}." if rows else
+                                 "This passage has never been changed: there is no earlier text to bring back.")
+            tree.revise(node, rows[n - 1].text, reason="restored")
+            return self._entry_of(tree, node)
+        return self._change("restore a revision", go)
+
+    def branch(self, node_id: int, text: str, *, on_text: TextCallback = None, on_reasoning: TextCallback = None,
+               on_status: TextCallback = None):
+        """Branch from a passage: a narration's new text becomes a new take with
+        its own future (`edit`); your own line's new text is played afresh
+        (`edit_line`, a turn). The passage as it was keeps its own future
+        (‹ › or Redo returns to it). Returns the Turn."""
+        with self._db.reading() as s:
+            kind = self._tree(s).node(node_id).kind
+        if kind == "narrator":
+            return self.edit(node_id, text)
+        if kind in ("player", "direction"):
+            return self.edit_line(node_id, text, on_text=on_text, on_reasoning=on_reasoning, on_status=on_status)
+        raise NotAllowed("The opening cannot be branched from: it is where every line of the story starts.")
+
+    def _entry_of(self, tree: StoryTree, node: NodeRow) -> Entry:
+        counts = _take_counts(tree.session, self.id, [node])
+        return _entry(node, *counts.get(node.id, (1, 1)))
+
     def save_point(self, name: str, note: str = "") -> SavePoint:
         return self._change("make a save point", lambda tree: _save_point(savepoints.create(tree, name, note)))
 
@@ -528,6 +589,20 @@ def _record_row(turn, node, parent, row, take_count, on_path: bool) -> dict:
     if row is None:
         return {**story, **dict.fromkeys(record.RECORD_COLUMNS)}
     return {**story, **record.from_row(node, row).columns()}
+
+
+def _revised_text(kind: str, text: str) -> str:
+    """A revision's text as the story keeps that kind of passage."""
+    text = (text or "").strip()
+    if kind == "player":
+        return player_line(text)
+    if kind == "direction":
+        return direction_line(text)
+    prose = narrative.split(text).prose.strip() if kind == "narrator" else text
+    if not prose:
+        raise NotAllowed("An edited passage needs its text (a state block alone is not story); to remove a "
+                         "turn, use undo.")
+    return prose
 
 
 def _event_name(event) -> str:

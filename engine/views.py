@@ -12,7 +12,7 @@ from datetime import datetime
 from . import display
 from .turns.record import Turn
 
-__all__ = ["Entry", "SavePoint", "Turn"]
+__all__ = ["Entry", "Revision", "SavePoint", "Turn"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,19 @@ class Entry:
 
     def _repr_html_(self) -> str:
         return display.entries_html([self])
+
+
+@dataclass(frozen=True)
+class Revision:
+    """One text a passage has had: `n` counts from 1 (the first text), and
+    the last one is `current`. `reason` says what replaced it: "edit",
+    "continued" (the narrator wrote on) or "restored"."""
+
+    n: int
+    text: str
+    current: bool
+    reason: str = ""
+    replaced_at: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,7 @@ class CampaignApp(PassageEditing):
         c.next_take.on_click(lambda _: self._step_take(+1))
         self.story.editor.save.on_click(lambda _: self.save_edit())
         self.story.editor.cancel.on_click(lambda _: self.cancel_edit())
+        self.story.editor.branch.on_click(lambda _: self.branch_edit())
         self.keys.on_action(self._key)
 
     def _key(self, action: str, content: dict) -> None:
@@ -107,6 +108,8 @@ class CampaignApp(PassageEditing):
             self.save_edit(str(content.get("text", self.story.editor.text.value)))
         elif action == "cancel_edit":
             self.cancel_edit()
+        elif action == "take" and isinstance(content.get("id"), int | float):
+            self.step_take_of(int(content["id"]), -1 if content.get("step") == -1 else 1)
 
     # ------------------------------------------------------------ turns
     def send(self, text: str | None = None) -> None:
@@ -128,7 +131,16 @@ class CampaignApp(PassageEditing):
         self._turn(lambda **cb: self.camp.direct(text, **cb), line=text, kind="direction", needs_text=True)
 
     def continue_story(self) -> None:
-        self._turn(lambda **cb: self.camp.continue_story(**cb))
+        """Continue (and Finish the reply): the narrator writes on in the newest
+        narration itself, one passage and one take (SillyTavern's continue);
+        after the opening, where there is no narration yet, it writes the first."""
+        head = self._history[-1] if self._history else None
+        if head is None or head.kind != "narrator":
+            self._turn(lambda **cb: self.camp.continue_story(**cb))
+            return
+        carried = head.text + (" " + self._cut.tail if self._cut is not None and self._cut.node_id == head.id
+                               and self._cut.tail and not head.text.endswith(self._cut.tail) else "")
+        self._turn(lambda **cb: self.camp.extend(**cb), extend=(head, carried))
 
     def retry(self) -> None:
         self._turn(lambda **cb: self.camp.retry(**cb), retry=True)
@@ -183,7 +195,7 @@ class CampaignApp(PassageEditing):
         return self.runner.wait(timeout)
 
     def _turn(self, call: Callable[..., Any], line: str = "", kind: str = "player",
-              needs_text: bool = False, retry: bool = False) -> None:
+              needs_text: bool = False, retry: bool = False, extend: tuple | None = None) -> None:
         scripted = not self._script_idle.is_set()
         refusal = ("Write what you do first (or, with Story direction on, what should happen)."
                    if needs_text and not line.strip() else
@@ -198,7 +210,11 @@ class CampaignApp(PassageEditing):
         self._stopping = False
         if retry and self._history and self._history[-1].kind == "narrator":
             self.story.show(self._history[:-1])  # the new take streams in its place
-        self.story.begin(line, kind)
+        if extend is not None:  # the passage streams on where it stands
+            self.story.show(self._history[:-1])
+            self.story.begin(carried=extend[1])
+        else:
+            self.story.begin(line, kind)
 
         def after() -> None:
             self.refresh()
@@ -294,6 +310,19 @@ class CampaignApp(PassageEditing):
     def _step_take(self, step: int) -> None:
         self.select_take(self._availability.take + step)
 
+    def step_take_of(self, node_id: int, step: int) -> None:
+        """The ‹ › arrows on a passage: its previous or next take, where it stands
+        (each take keeps its own story after it)."""
+        if self._editing is not None:
+            self._say("Finish or cancel the edit first (Save, or Cancel / Escape).", error=True)
+            return
+        entry = next((e for e in self._history if e.id == node_id), None)
+        if entry is None or entry.takes <= 1:
+            return
+        n = entry.take + step
+        if self._move(lambda: self.camp.select_take(n, node_id)):
+            self._say(f"Showing take {n} of {entry.takes} of that passage.")
+
     def _move(self, action: Callable[[], Any], done: str = "") -> bool:
         if self.runner.busy:
             self._say("A turn is being narrated: wait for it, or press Stop.", error=True)
@@ -353,7 +382,18 @@ class CampaignApp(PassageEditing):
         turn = self._head_turn
         if turn is None or not getattr(turn, "cut", False):
             return None
-        return Cut.of(turn.id, self._history[-1].text, str(getattr(turn, "tail", "") or ""))
+        head = self._history[-1]
+        if head.edited and not self._continued_last(head.id):
+            return None  # the reader's own text since the cut: theirs to finish
+        return Cut.of(turn.id, head.text, str(getattr(turn, "tail", "") or ""))
+
+    def _continued_last(self, node_id: int) -> bool:
+        """Whether the narrator, not the reader, made the passage's newest text."""
+        try:
+            texts = self.camp.revisions(node_id)
+        except Exception:  # noqa: BLE001 - decoration
+            return False
+        return len(texts) > 1 and texts[-2].reason == "continued"
 
     def _number_of_head(self) -> int:
         return sum(1 for e in self._history if e.kind == "narrator")

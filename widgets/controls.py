@@ -38,7 +38,8 @@ TIPS = {
     "undo": "Step back one turn (nothing is deleted; Redo comes back).",
     "redo": "Step forward again along this line of the story.",
     "retry": "Another take of the newest narration (the current one is kept).",
-    "edit": "Correct the newest narration where it stands (or click ✎ Edit on any passage): it becomes a new take.",
+    "edit": "Correct the newest narration where it stands (or click ✎ Edit on any passage): the story after it "
+            "and the old text are kept.",
     "stop": "Stop the narration; nothing is written (Escape).",
     "first": "The previous take of the newest narration.",
     "last": "The next take of the newest narration.",

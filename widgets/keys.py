@@ -8,7 +8,11 @@ invisibly inside the app and listens to the page around it:
 - Escape stops a narration in progress, from anywhere in the app or when
   nothing has the focus (and cancels an open editor);
 - Ctrl+Enter in a passage editor saves it;
-- a click on a passage's "Edit" mark asks to edit that passage where it stands;
+- a click on a passage's "Edit" mark asks to edit that passage where it stands,
+  and a click on its ‹ › arrows to show its previous or next take;
+- the story box follows the newest text unless the reader is reading above
+  it; then a "new reply ↓" button appears over its foot and takes them down
+  (sending a line takes them down too, as in a chat);
 - once, when the app first appears, it is scrolled into view and kept there
   until the reader scrolls or types (Run All otherwise ends at the bottom of
   the notebook, below the app).
@@ -26,7 +30,7 @@ import traitlets
 
 __all__ = ["ACTIONS", "KeyBridge"]
 
-ACTIONS = ("send", "stop", "edit", "save_edit", "cancel_edit")
+ACTIONS = ("send", "stop", "edit", "save_edit", "cancel_edit", "take")
 
 _ESM = r"""
 function render({ model, el }) {
@@ -64,18 +68,74 @@ function render({ model, el }) {
     const input = e.target.closest?.(".sw-input");
     if (input && e.target.tagName === "TEXTAREA" && !e.shiftKey && !e.altKey) {
       e.preventDefault(); e.stopPropagation();
-      if (!e.target.disabled && e.target.value.trim()) model.send({ action: "send", text: e.target.value });
+      if (!e.target.disabled && e.target.value.trim()) { toNewest(); model.send({ action: "send", text: e.target.value }); }
     }
   }
 
+  const nodeOf = (el) => {
+    const passage = el.closest(".sw-passage");
+    const found = passage && [...passage.classList].find((c) => /^sw-node-\d+$/.test(c));
+    return found ? Number(found.slice(8)) : null;
+  };
+
   function onClick(e) {
     if (!inApp(e.target)) return;
-    const mark = e.target.closest?.(".sw-edit-mark");
+    if (e.target.closest?.(".sw-send, .sw-continue, .sw-finish")) { toNewest(); return; }
+    const mark = e.target.closest?.(".sw-edit-mark, .sw-take-prev, .sw-take-next");
     if (!mark) return;
-    const passage = mark.closest(".sw-passage");
-    const found = passage && [...passage.classList].find((c) => /^sw-node-\d+$/.test(c));
-    if (found) { model.send({ action: "edit", id: Number(found.slice(8)) }); e.preventDefault(); }
+    const id = nodeOf(mark);
+    if (id === null) return;
+    if (mark.classList.contains("sw-edit-mark")) model.send({ action: "edit", id });
+    else model.send({ action: "take", id, step: mark.classList.contains("sw-take-prev") ? -1 : 1 });
+    e.preventDefault();
   }
+
+  // Following the story. The box is laid out bottom-up (column-reverse), so
+  // the browser keeps it pinned to the newest text while scrollTop is 0 and
+  // leaves it alone once the reader scrolls up (scrollTop < 0). What it
+  // cannot do is say that something new arrived below: this button does.
+  const READING_PX = 48;
+  let watched = null, observer = null, marker = null;
+  const scroller = () => app()?.querySelector(".story-workbench-story");
+  const reading = (s) => Math.abs(s.scrollTop) > READING_PX;
+  function showMarker(on) {
+    if (marker) marker.style.display = on ? "" : "none";
+  }
+  function toNewest() {
+    const s = scroller();
+    if (s) s.scrollTop = 0;
+    showMarker(false);
+  }
+  function makeMarker(s) {
+    const holder = s.parentElement;
+    if (!holder) return;
+    holder.style.position = "relative";
+    marker?.remove();
+    marker = document.createElement("button");
+    marker.type = "button";
+    marker.className = "sw-new-reply";
+    marker.textContent = "new reply ↓";
+    marker.title = "The story went on below where you are reading: show the newest text.";
+    Object.assign(marker.style, { position: "absolute", bottom: "10px", left: "50%", transform: "translateX(-50%)",
+      zIndex: "10", padding: "3px 12px", borderRadius: "12px", border: "1px solid #1a4f8b", background: "#fff",
+      color: "#1a4f8b", cursor: "pointer", boxShadow: "0 1px 4px rgba(0,0,0,.25)", display: "none" });
+    marker.addEventListener("click", (e) => { e.preventDefault(); toNewest(); });
+    holder.appendChild(marker);
+  }
+  function watch() {
+    const s = scroller();
+    if (!s || s === watched) return;
+    observer?.disconnect();
+    watched = s;
+    makeMarker(s);
+    s.addEventListener("scroll", () => { if (!reading(s)) showMarker(false); }, { passive: true });
+    observer = new MutationObserver(() => { if (reading(s)) showMarker(true); });
+    for (const part of s.querySelectorAll(".sw-passages, .sw-live")) {
+      observer.observe(part, { childList: true, subtree: true, characterData: true });
+    }
+  }
+  const watcher = setInterval(watch, 500);
+  watch();
 
   // Keep the app in view once it first appears, until the reader takes over.
   let guarding = true;
@@ -92,7 +152,7 @@ function render({ model, el }) {
   document.addEventListener("click", onClick, true);
   for (const ev of ["wheel", "touchstart", "mousedown", "keydown"]) window.addEventListener(ev, release, true);
   return () => {
-    clearInterval(timer); clearTimeout(stopGuard);
+    clearInterval(timer); clearTimeout(stopGuard); clearInterval(watcher); observer?.disconnect(); marker?.remove();
     window.removeEventListener("keydown", onKey, true);
     document.removeEventListener("click", onClick, true);
     for (const ev of ["wheel", "touchstart", "mousedown", "keydown"]) window.removeEventListener(ev, release, true);

@@ -38,10 +38,17 @@ _WAITING = "color:#666;font-style:italic"
 _CUT = "color:#8a5a00;font-size:85%;margin:-.3em 0 .6em 0"
 # The Edit mark floats at the top right of its passage, quiet until wanted.
 _MARK = "float:right;margin-left:.8em;font-size:75%;color:#999;cursor:pointer;user-select:none"
-_EDIT_TIP = {"narrator": "Edit this narration where it stands (it becomes a new take; the original is kept).",
-             "player": "Edit your line where it stands: it becomes a new take and the narrator answers it afresh.",
-             "direction": "Edit this direction where it stands: it becomes a new take and the narrator answers it "
-                          "afresh."}
+_EDIT_TIP = {"narrator": "Edit this narration where it stands: the story after it is kept, and so is the old text.",
+             "player": "Edit your line where it stands: the story after it is kept, and so is the old text.",
+             "direction": "Edit this direction where it stands: the story after it is kept, and so is the old text."}
+# The takes of a passage, on the passage itself: ‹ n/m ›.
+_TAKES = "font-size:80%;color:#777;margin-left:.4em;user-select:none;white-space:nowrap"
+_TAKE_ARROW = "cursor:pointer;padding:0 .35em;color:#1a4f8b"
+_TAKE_OFF = "padding:0 .35em;color:#ccc"
+# Every child of the scrolling box keeps its own height: flex items shrink by
+# default, and a box with overflow of its own (every ipywidgets box) may shrink
+# to nothing, which is how the editor had a height of 0 in a long story.
+_KEEP = "0 0 auto"
 # Where a sentence may end: a stop, then any closing quotes or brackets.
 _SENTENCE_END = re.compile(r"[.!?…][\"'”’)\]]*(?=\s|$)")
 
@@ -74,20 +81,59 @@ class Cut:
 
 
 class PassageEditor:
-    """A larger editor with Save and Cancel, shown where the passage stood."""
+    """A larger editor where the passage stood: Save (a new revision in
+    place, the story after it kept), Branch from here (the old take and its
+    future kept beside the new one), Cancel, and the passage's earlier texts."""
 
     def __init__(self):
-        self.text = w.Textarea(rows=6, layout=w.Layout(width="100%"),
+        self.text = w.Textarea(rows=6, layout=w.Layout(width="100%", min_height="7em"),
                                tooltip="Ctrl+Enter saves; Escape cancels.")
-        self.save = w.Button(description="Save", button_style="primary", tooltip="Save as a new take (Ctrl+Enter).",
-                             layout=w.Layout(width="auto"))
+        self.text.add_class("sw-editor-text")
+        self.save = w.Button(description="Save", button_style="primary",
+                             tooltip="Save where it stands: the story after it is kept, the old text too "
+                                     "(Ctrl+Enter).", layout=w.Layout(width="auto"))
+        self.branch = w.Button(description="Branch from here",
+                               tooltip="Keep this passage and its future as they are, and start a new line of the "
+                                       "story from the text in the box.", layout=w.Layout(width="auto"))
         self.cancel = w.Button(description="Cancel", tooltip="Leave the passage as it was (Escape).",
                                layout=w.Layout(width="auto"))
+        self.revisions = w.Dropdown(options=[], layout=w.Layout(width="auto", max_width="22em"),
+                                    tooltip="Earlier texts of this passage: choose one to load it into the box, "
+                                            "then Save to bring it back.")
         self.save.add_class("sw-editor-save")
+        self.branch.add_class("sw-editor-branch")
         self.cancel.add_class("sw-editor-cancel")
-        self.widget = w.VBox([self.text, w.HBox([self.save, self.cancel])],
-                             layout=w.Layout(max_width="46em", margin="0 0 .6em 0", display="none"))
+        self.revisions.add_class("sw-editor-revisions")
+        self._texts: dict[int, str] = {}
+        self._offering = False
+        self.revisions.observe(self._load, "value")
+        self.widget = w.VBox([self.text, w.HBox([self.save, self.branch, self.cancel, self.revisions],
+                                                layout=w.Layout(flex_flow="row wrap"))],
+                             layout=w.Layout(max_width="46em", margin="0 0 .6em 0", display="none", flex=_KEEP,
+                                             overflow="visible"))
         self.widget.add_class("sw-editor")
+
+    def offer(self, revisions) -> None:
+        """The passage's texts (engine.views.Revision, oldest first); the list
+        shows only when there is an earlier one."""
+        self._texts = {r.n: r.text for r in revisions}
+        options = [(f"Text {r.n} of {len(revisions)}" + (" (now)" if r.current else f": {_short(r.text)}"), r.n)
+                   for r in reversed(revisions)]
+        self._offering = True  # the box keeps what it was opened with (a cut reply's whole text)
+        try:
+            self.revisions.options = options  # the first, the text shown now, is chosen
+        finally:
+            self._offering = False
+        self.revisions.layout.display = "" if len(revisions) > 1 else "none"
+
+    def _load(self, change) -> None:
+        if not self._offering and change["new"] in self._texts:
+            self.text.value = self._texts[change["new"]]
+
+
+def _short(text: str, words: int = 6) -> str:
+    head = text.split()
+    return " ".join(head[:words]) + ("…" if len(head) > words else "")
 
 
 class StoryView:
@@ -112,14 +158,16 @@ class StoryView:
         self.reasoning_box = w.Accordion(children=[self.reasoning], titles=("Reasoning",), selected_index=None)
         self.reasoning_box.layout.display = "none"
         # Children are listed newest-first because the box is column-reverse.
-        self.scroller = w.Box([self.reasoning_box, self.notice, self.live, self.after, self.editor.widget,
-                               self.passages],
-                              layout=w.Layout(display="flex", flex_flow="column-reverse", max_height="60vh",
-                                              min_height="8em", overflow="auto"))
+        children = [self.reasoning_box, self.notice, self.live, self.after, self.editor.widget, self.passages]
+        for child in children:
+            child.layout.flex = _KEEP
+        self.scroller = w.Box(children, layout=w.Layout(display="flex", flex_flow="column-reverse",
+                                                        max_height="60vh", min_height="8em", overflow="auto"))
         self.scroller.add_class("story-workbench-story")
         self.widget = w.VBox([self.title, self.scroller])
         self._head = Html("")
         self._streamed = Html("")
+        self._carried = Html("")
         self._thought = ""
         self._waiting: str | None = None
         self._since = 0.0
@@ -189,15 +237,20 @@ class StoryView:
         flag = html.tag("div", "✂ Cut short at the reply length: shown to its last whole sentence (the rest is kept "
                                "with the turn). Finish the reply ▸ lets the narrator go on.",
                         cls="sw-cut-mark", style=_CUT) if cut is not None else ""
+        takes = _takes(entry) if node_id is not None else ""
+        if takes:
+            entry = _Shown(entry, entry.text, takes=1)  # the arrows below replace the plain ‹ n/m › label
         node = f" sw-node-{node_id}" if node_id is not None else ""
-        return html.tag("div", mark + display.entries_html([entry]) + flag, cls=f"sw-passage{node}",
+        return html.tag("div", mark + display.entries_html([entry]) + takes + flag, cls=f"sw-passage{node}",
                         style="display:flow-root")
 
     # ------------------------------------------------------------ the live passage
-    def begin(self, line: str = "", kind: str = "player") -> None:
+    def begin(self, line: str = "", kind: str = "player", carried: str = "") -> None:
         """Start a passage: the reader's line (escaped), then what the narrator is
-        doing until its first words arrive, then the narration as it streams."""
+        doing until its first words arrive, then the narration as it streams.
+        `carried`: the passage being continued, which the new words follow."""
         self._head = display.entries_html([_Line(kind, line)]) if line.strip() else Html("")
+        self._carried = html.text(carried.rstrip() + " ") if carried.strip() else Html("")
         self._streamed = Html("")
         self.notice.value = ""
         self._set_reasoning("")
@@ -227,7 +280,7 @@ class StoryView:
         """The turn wrote nothing: its half-passage must not look written, and
         the reason stays in the story where the passage would have been."""
         with self._live_lock:
-            self._head = self._streamed = Html("")
+            self._head = self._streamed = self._carried = Html("")
             self._waiting = None
             self.live.value = ""
         self.notice.value = html.tag("div", message, role="alert", style=f"{_BOX};color:#b00020;border-left:3px solid "
@@ -251,9 +304,9 @@ class StoryView:
         if self._waiting is not None:
             seconds = int(time.monotonic() - self._since)
             clock = f" · {seconds} s since you sent" if seconds >= 1 else ""
-            body = html.tag("span", self._waiting + clock, role="status", style=_WAITING)
+            body = self._carried + html.tag("div", self._waiting + clock, role="status", style=_WAITING)
         else:
-            body = self._streamed + html.tag("span", " ▍", style="color:#888")
+            body = self._carried + self._streamed + html.tag("span", " ▍", style="color:#888")
         return html.tag("div", self._head + html.tag("div", body, style=_LIVE), style=_BOX)
 
     def _set_reasoning(self, text: str) -> None:
@@ -268,12 +321,26 @@ class StoryView:
         return self._waiting
 
 
+def _takes(entry) -> Html | str:
+    """‹ n/m › under a narration with several takes: the arrows switch takes
+    where the passage stands (widgets/keys.py hears the click)."""
+    if entry.kind != "narrator" or entry.takes <= 1:
+        return ""
+    prev = (html.tag("span", "‹", cls="sw-take-prev", role="button", title="The previous take of this passage.",
+                     style=_TAKE_ARROW) if entry.take > 1 else html.tag("span", "‹", style=_TAKE_OFF))
+    after = (html.tag("span", "›", cls="sw-take-next", role="button", title="The next take of this passage.",
+                      style=_TAKE_ARROW) if entry.take < entry.takes else html.tag("span", "›", style=_TAKE_OFF))
+    return html.tag("div", prev + f"{entry.take}/{entry.takes}" + after, cls="sw-passage-takes", style=_TAKES,
+                    title="Takes of this passage: each keeps its own story after it.")
+
+
 class _Shown:
     """An entry shown with other text (a cut narration ends at its last sentence)."""
 
-    def __init__(self, entry, text: str):
+    def __init__(self, entry, text: str, takes: int | None = None):
         self.id, self.kind, self.text = entry.id, entry.kind, text
-        self.take, self.takes, self.edited = entry.take, entry.takes, entry.edited
+        self.take, self.edited = entry.take, entry.edited
+        self.takes = entry.takes if takes is None else takes
 
 
 class _Line:

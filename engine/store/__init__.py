@@ -1,5 +1,12 @@
 """Storage: one SQLite file through SQLAlchemy 2, versioned by `PRAGMA user_version`."""
-from . import cards_tables, knowledge_tables, memory_tables, narrative_tables, ratio_tables  # noqa: F401  (register their tables)
+from . import (  # noqa: F401  (register their tables)
+    cards_tables,
+    knowledge_tables,
+    memory_tables,
+    narrative_tables,
+    ratio_tables,
+    revision_tables,
+)
 from .database import Database
 from .migrations import LATEST, MIGRATIONS
 from .models import (
@@ -11,6 +18,7 @@ from .models import (
     SettingRow,
     TurnRecordRow,
 )
+from .revision_tables import NodeRevisionRow
 
 __all__ = [
     "LATEST",
@@ -19,6 +27,7 @@ __all__ = [
     "BranchRow",
     "CampaignRow",
     "Database",
+    "NodeRevisionRow",
     "NodeRow",
     "SavePointRow",
     "SettingRow",

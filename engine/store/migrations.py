@@ -12,7 +12,15 @@ from dataclasses import dataclass
 from sqlite3 import Connection
 
 from ..errors import SchemaTooNew
-from . import cards_tables, knowledge_tables, media_tables, memory_tables, narrative_tables, record_tables
+from . import (
+    cards_tables,
+    knowledge_tables,
+    media_tables,
+    memory_tables,
+    narrative_tables,
+    record_tables,
+    revision_tables,
+)
 
 __all__ = ["LATEST", "MIGRATIONS", "Migration", "migrate", "version_of"]
 
@@ -141,6 +149,7 @@ MIGRATIONS: list[Migration] = [
     Migration("v10_visual_profiles", media_tables.migrate),  # one per entity (engine.media)
     Migration("v11_knowledge_stage_vectors", knowledge_tables.migrate_stage_vectors),  # second-stage vectors
     Migration("v12_card_secondary_keys", cards_tables.migrate_secondary),  # secondary keys and their logic
+    Migration("v13_node_revisions", revision_tables.migrate),  # a passage edited in place keeps its old texts
 ]
 LATEST = len(MIGRATIONS)
 

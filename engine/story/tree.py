@@ -11,19 +11,27 @@ instead, so nothing the reader has seen is ever overwritten or deleted:
 
 The head rests on the opening or a narration; Undo and Redo move it one turn
 (an input and its narration) without deleting anything.
+
+A revision is the one change made in place: a passage corrected where it
+stands (or written on by the narrator) keeps its id, its depth and
+everything after it, and the text it replaced is kept as a revision row, so
+it can be brought back. Records of later turns rebuild the history they were
+shown from the texts as they were then (`texts_as_of`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from ..errors import NotAllowed, NotFound
-from ..store import BranchRow, CampaignRow, NodeRow
+from ..store import BranchRow, CampaignRow, NodeRevisionRow, NodeRow
+from ..store.models import utcnow
 from .lineage import DEEPEST, Path, branch_table, path_to
 
-__all__ = ["INPUT_KINDS", "RESTING", "StoryTree"]
+__all__ = ["INPUT_KINDS", "RESTING", "StoryTree", "recorded_at", "texts_as_of"]
 
 # Where the head may rest: the opening and the narrator's replies.
 RESTING = ("start", "narrator")
@@ -225,3 +233,49 @@ class StoryTree:
             raise NotAllowed("Only a narration can be chosen as a take.")
         self.move_head(take.branch_id, take.depth, take)
         self._make_live(take)
+
+    # ------------------------------------------------------------ revisions
+    def revise(self, node: NodeRow, text: str, reason: str = "edit", record: dict | None = None) -> NodeRevisionRow:
+        """Change `node`'s text where it stands: the story after it stays, the
+        text it had is kept as a revision. The narrative state is left as it
+        was (later snapshots were built on it; a correction changes state)."""
+        if text == node.text:
+            raise NotAllowed("The passage already says exactly that: nothing to save.")
+        row = NodeRevisionRow(campaign_id=self.campaign.id, node_id=node.id, text=node.text, reason=reason,
+                              record=record, created_at=utcnow())
+        self.session.add(row)
+        node.text = text
+        if reason != "continued":
+            node.edited = True
+        self.session.flush()
+        return row
+
+    def revisions(self, node: NodeRow) -> list[NodeRevisionRow]:
+        """The texts `node` had before each change, oldest first."""
+        return list(self.session.scalars(
+            select(NodeRevisionRow).where(NodeRevisionRow.node_id == node.id).order_by(NodeRevisionRow.id)))
+
+
+def texts_as_of(session: Session, node_ids, when: datetime | None) -> dict[int, str]:
+    """{node id: the text it had at `when`}, for the nodes revised since then
+    (the others still say what they said). The text a node had at `when` is
+    the one its first later revision replaced."""
+    ids = list(node_ids)
+    if when is None or not ids:
+        return {}
+    out: dict[int, str] = {}
+    for i in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+        rows = session.execute(select(NodeRevisionRow.node_id, NodeRevisionRow.text)
+                               .where(NodeRevisionRow.node_id.in_(ids[i:i + 500]), NodeRevisionRow.created_at >= when)
+                               .order_by(NodeRevisionRow.id))
+        for node_id, text in rows:
+            out.setdefault(node_id, text)
+    return out
+
+
+def recorded_at(session: Session, node: NodeRow) -> datetime | None:
+    """When `node`'s turn record was written: when the narrator last wrote on
+    it (a continuation replaces the record), else when it was made."""
+    continued = session.scalar(select(func.max(NodeRevisionRow.created_at)).where(
+        NodeRevisionRow.node_id == node.id, NodeRevisionRow.reason == "continued"))
+    return continued or node.created_at

@@ -33,6 +33,7 @@ from ..knowledge.framing import ALWAYS_SECTION, CLASS_SECTIONS, RULE_SECTION
 from ..store import NodeRow, TurnRecordRow
 from ..store.models import PromptTextRow
 from ..story.lineage import branch_table, path_to
+from ..story.tree import recorded_at, texts_as_of
 
 __all__ = [
     "REF", "RECORD_VERSION", "RECORD_COLUMNS", "SECTION_COLUMNS", "STORED_FIELDS", "HistoryRef", "Turn", "TurnRecord",
@@ -376,10 +377,12 @@ def stored_rows(session, node_ids: Iterable[int]):
 def _path_lines(session, node: NodeRow) -> Callable[[int, int], list[Line]]:
     def lines(first: int, last: int) -> list[Line]:
         path = path_to(branch_table(session, node.campaign_id), node.branch_id, node.depth)
-        rows = session.execute(select(NodeRow.kind, NodeRow.text, NodeRow.depth)
+        rows = session.execute(select(NodeRow.id, NodeRow.kind, NodeRow.text, NodeRow.depth)
                                .where(path.clause(after=first - 1, upto=last))
                                .order_by(NodeRow.depth)).all()
-        return [Line(kind, value, depth) for kind, value, depth in rows]
+        # A passage revised in place since this record was written is shown as it was then.
+        then = texts_as_of(session, [r[0] for r in rows], recorded_at(session, node))
+        return [Line(kind, then.get(node_id, value), depth) for node_id, kind, value, depth in rows]
     return lines
 
 

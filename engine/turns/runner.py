@@ -23,7 +23,7 @@ from ..memory.recall import RECALL_NODES
 from ..providers import Narrator, Prompt, Reasoning, Status, Text, Usage
 from ..providers.window import Window, effective_budget
 from ..settings import Settings
-from ..store import CampaignRow, Database, NodeRow
+from ..store import CampaignRow, Database, NodeRow, TurnRecordRow
 from ..story import StoryTree
 from .inputs import direction_line, player_line
 from .record import HistoryRef, Turn, history_ref
@@ -31,7 +31,7 @@ from .write import Take, write_turn
 
 __all__ = ["EMPTY_RETRIES", "PathHistory", "TurnRequest", "brief_of", "dry_run", "run_turn"]
 
-MODES = ("act", "direct", "continue", "retry")
+MODES = ("act", "direct", "continue", "retry", "extend")
 # A reply of protocol text only is asked for again this many times before the
 # turn fails: on the defaults 3 of 45 turns of the 135M model (and the first
 # turn after a server restart) failed so, and a second sample costs one reply.
@@ -62,6 +62,8 @@ class _Plan:
     state_before: dict
     history: HistoryRef | None = None
     answered: tuple[str | None, str] = (None, "")  # the input the reply answers (a retry's parent's)
+    extend_of: int | None = None  # "extend": the narration the reply is written onto
+    carried: str = ""  # "extend": that narration's text, with the part a cut left off
 
 
 class PathHistory:
@@ -154,7 +156,15 @@ def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settin
         campaign = session.get(CampaignRow, campaign_id)
         tree = StoryTree(session, campaign)
         end, retry_of, kind, text = campaign.head_depth, None, None, ""
-        if request.mode == "retry":
+        extend_of, carried, extended = None, "", None
+        if request.mode == "extend":
+            extended = tree.head_node()
+            if extended is None or extended.kind != "narrator":
+                raise NotAllowed("Nothing to continue: the newest passage is not a narration.")
+            extend_of, carried = extended.id, _carried(session, extended)
+            if opens:  # the passage is the reply's own opening, written on from where it stops
+                end = extended.depth - 1
+        elif request.mode == "retry":
             head = tree.head_node()
             if head is None or head.kind != "narrator":
                 raise NotAllowed("Nothing to retry: the story has no narration at this point yet.")
@@ -165,7 +175,7 @@ def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settin
             kind, text = "direction", direction_line(request.text)
         path = tree.path(end)
         before = tree.node_at(end, path) if end >= 0 else None
-        state = dict(before.state_after or {}) if before is not None else {}
+        state = dict((extended or before).state_after or {}) if (extended or before) is not None else {}
         recent = memory.bank.recent_story(session, path, RECENT_TEXTS)
         gathered, memory_ids = _gather(session, campaign_id, path, settings, embedder, text, recent)
         protocol = {"state_text": narrative.render_state(state), "emit_rule": narrative.emit_rule(window.tokens),
@@ -173,12 +183,33 @@ def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settin
         library = _knowledge(session, db, campaign, settings, window, embedder, state, text, recent)
         answered = (kind, text) if kind or before is None else (before.kind, before.text)  # a retry answers its parent
         opening = narrative.reply_opening(*answered) if opens and settings.open_reply else ""
+        if extended is not None:
+            answered, opening = (None, ""), carried if opens else ""
         inputs = context.Inputs(pending=context.Line(kind, text, end + 1) if kind else None, knowledge=library,
                                 opening=opening, **gathered, **protocol)
         history = PathHistory(session, path, end)
         built = context.build(brief_of(campaign), history, settings, window, inputs)
         head = (campaign.head_branch_id, campaign.head_depth)
-    return _Plan(head, kind, text, built, retry_of, memory_ids, state, history.reference(built.report), answered)
+    return _Plan(head, kind, text, built, retry_of, memory_ids, state, history.reference(built.report), answered,
+                 extend_of, carried)
+
+
+def _carried(session, node: NodeRow) -> str:
+    """A narration as a continuation goes on from it: its text, and the part a
+    cut at the reply length left off (kept with its record)."""
+    row = session.get(TurnRecordRow, node.id)
+    accounting = (row.accounting or {}) if row is not None else {}
+    tail = str(accounting.get("tail") or "").strip() if accounting.get("reply_cut") else ""
+    return node.text + (" " + tail if tail and not node.text.endswith(tail) else "")
+
+
+def _joined(before: str, after: str, tight: bool = False) -> str:
+    """Two pieces of one passage: a space between them unless the second goes
+    on with punctuation (or, `tight`, with the word the first stopped in)."""
+    before, after = before.rstrip(), after.strip()
+    if not before or not after:
+        return before or after
+    return before + ("" if tight or after[0] in ",.;:!?…'’\")]" else " ") + after
 
 
 def _opens(narrator) -> bool:
@@ -327,7 +358,16 @@ def run_turn(
         raise TurnFailed(f"The narrator returned no story text ({asked} tries), so nothing was written. Retry, "
                          "or check the model.")
     report = plan.built.report
-    prose, rules = narrative.hold_rules(prose, known)
+    if plan.extend_of is not None:  # the whole passage is held to the rules; what it said before stays as it was
+        carried = plan.carried
+        kept = _stored_part(carried)
+        # Written on from the passage itself, a reply that starts without a space goes on with the word.
+        tight = bool(plan.built.opening) and raw[:1].isalnum()
+        prose, rules = narrative.hold_rules(_joined(carried[len(kept):], prose, tight), _joined(known, kept))
+        prose = _joined(kept, prose)
+        rules["extended"] = {"node_id": plan.extend_of, "carried_words": len(carried.split())}
+    else:
+        prose, rules = narrative.hold_rules(prose, known)
     rules["asked"] = asked
     rules["opening"] = opening
     rules["steered"] = list(steer)
@@ -347,8 +387,16 @@ def run_turn(
     record = Turn(0, prose, 0, narrator=narrator.model_id, usage=usage.as_dict(), accounting=accounting,
                   window=window.as_dict(), timings=timings, report_from=report)
     take = Take(prose, raw, plan.state_before, extraction, reasoning, plan.retry_of, plan.input_kind,
-                plan.input_text, record=record, history=plan.history, memory_ids=tuple(plan.memory_ids))
+                plan.input_text, record=record, history=plan.history, memory_ids=tuple(plan.memory_ids),
+                extend_of=plan.extend_of)
     return _commit(db, campaign_id, plan.head, take)
+
+
+def _stored_part(carried: str) -> str:
+    """What of a carried passage is its stored, finished text: up to its last
+    complete sentence (the cut part is written on, and held to the rules again)."""
+    kept, tail = narrative.cut_to_sentence(carried)
+    return kept if tail and carried.startswith(kept) else carried
 
 
 def _commit(db: Database, campaign_id: int, head: tuple[int | None, int], take: Take) -> Turn:

@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import memory, narrative
 from ..context import Report
-from ..store import CampaignRow, NodeRow
+from ..store import CampaignRow, NodeRow, TurnRecordRow
 from ..store.models import utcnow
 from ..store.narrative_tables import StateEventRow
 from ..story import StoryTree
@@ -39,6 +39,7 @@ class Take:
     record: Turn | None = None
     history: HistoryRef | None = None  # the history section as a depth range, when it can be
     memory_ids: Sequence[int] = field(default_factory=tuple)
+    extend_of: int | None = None  # write the prose over this narration, as a new revision of it (Continue)
 
 
 def write_state(session, campaign: CampaignRow, node: NodeRow, state: dict, events, *, source: str,
@@ -66,13 +67,29 @@ def _changes(before: dict, outcome, extraction) -> dict:
             "changes": narrative.describe_diff(narrative.diff(before, outcome.state))}
 
 
+def _set_aside_record(session, node_id: int) -> dict | None:
+    """A narration's record, taken off it before a continuation writes its own
+    (kept with the revision, so the first reply's measurements stay)."""
+    row = session.get(TurnRecordRow, node_id)
+    if row is None:
+        return None
+    kept = {"narrator": row.narrator, "report": row.report, "usage": row.usage, "accounting": row.accounting,
+            "window": row.window, "timings": row.timings}
+    session.delete(row)
+    session.flush()
+    return kept
+
+
 def write_turn(session, campaign: CampaignRow, take: Take) -> Turn:
     """Write one take (and its input) at the head, in the caller's transaction;
     the record it wrote comes back, so nobody reads it again."""
     tree = StoryTree(session, campaign)
     state = take.state_before
     fields = {"raw_text": take.raw, "reasoning": take.reasoning, "edited": take.edited}
-    if take.retry_of is not None:
+    if take.extend_of is not None:
+        node = tree.node(take.extend_of)
+        tree.revise(node, take.prose, reason="continued", record=_set_aside_record(session, node.id))
+    elif take.retry_of is not None:
         node = tree.add_take(tree.node(take.retry_of), take.prose, state, **fields)
     else:
         if take.input_kind:

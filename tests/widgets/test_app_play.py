@@ -59,24 +59,53 @@ def test_retry_and_the_take_selector(app, camp):
     assert "Narration 2." in story(app)
 
 
-def test_edit_opens_a_larger_editor_where_the_narration_stands_and_saves_a_new_take(app, camp):
+def test_edit_opens_a_larger_editor_where_the_narration_stands_and_saves_a_revision(app, camp):
     app.controls.text.value = "my draft"
     app.controls.continue_.click()
     app.controls.edit.click()
     editor = app.story.editor
     assert editor.text.value == "Narration 1." and editor.widget.layout.display == ""
+    assert editor.widget.layout.flex == "0 0 auto"  # never shrunk to nothing by a long story
     assert editor.text.rows >= 4 and app.controls.text.value == "my draft"  # the draft stays in its box
     assert app.controls.undo.disabled and "Finish or cancel the edit" in app.controls.undo.tooltip
     assert app.controls.send.disabled  # a turn would move the story under the open editor
+    assert editor.revisions.layout.display == "none"  # no earlier text yet
     editor.text.value = "The tide comes in."
     editor.save.click()
     assert texts(camp)[-1] == "The tide comes in." and "(edited)" in story(app)
-    assert camp.history()[-1].takes == 2 and editor.widget.layout.display == "none"
-    assert "new take" in app.controls.status.value and app.controls.text.value == "my draft"
+    assert camp.history()[-1].takes == 1 and editor.widget.layout.display == "none"
+    assert "story after it is kept" in app.controls.status.value and app.controls.text.value == "my draft"
     app.controls.edit.click()
+    assert editor.revisions.layout.display == ""  # the earlier text, offered back
+    editor.revisions.value = 1
+    assert editor.text.value == "Narration 1."
     app.controls.edit.click()  # the button reads Cancel edit while the editor is open
     assert editor.widget.layout.display == "none" and "cancelled" in app.controls.status.value
     assert texts(camp)[-1] == "The tide comes in."
+
+
+def test_branch_from_here_keeps_the_passage_and_starts_a_new_take(app, camp):
+    app.send("go in")
+    app.controls.edit.click()
+    app.story.editor.text.value = "The tide comes in."
+    app.story.editor.branch.click()
+    assert texts(camp)[-1] == "The tide comes in." and camp.history()[-1].takes == 2
+    assert "Branched" in app.controls.status.value
+    assert "sw-take-prev" in app.story.passages.value  # the arrows are on the passage itself
+    app.keys._received(app.keys, {"action": "take", "id": camp.history()[-1].id, "step": -1}, [])
+    assert texts(camp)[-1] == "Narration 1." and camp.history()[-1].take == 1
+    assert "sw-take-next" in app.story.passages.value
+
+
+def test_an_older_passage_edited_keeps_every_turn_after_it(app, camp):
+    for line in ("go in", "go deeper", "look", "listen"):
+        app.send(line)
+    before = [e.id for e in camp.history()]
+    first = [e for e in camp.history() if e.kind == "narrator"][0]
+    app.keys._received(app.keys, {"action": "edit", "id": first.id}, [])
+    app.keys._received(app.keys, {"action": "save_edit", "text": "The cave mouth breathes cold air."}, [])
+    assert [e.id for e in camp.history()] == before and "Narration 4." in story(app)
+    assert "The cave mouth breathes cold air." in story(app) and "Narration 1." not in story(app)
 
 
 def test_any_passage_is_edited_where_it_stands(app, camp):
@@ -92,19 +121,25 @@ def test_any_passage_is_edited_where_it_stands(app, camp):
     assert app.story.after.value == "" and "go deeper" in story(app)
 
 
-def test_a_player_line_is_edited_in_place_and_answered_afresh(app, camp):
-    """Your own line becomes a new take; the narrator answers it; the original line keeps its future."""
+def test_a_player_line_is_edited_in_place_or_branched_and_answered_afresh(app, camp):
+    """Save keeps the story after the line; Branch from here has the narrator answer it
+    afresh, the original line keeping its own future."""
     app.send("go in")
     app.send("go deeper")
     line = [e for e in camp.history() if e.kind == "player"][-1]
     app.keys._received(app.keys, {"action": "edit", "id": line.id}, [])
     assert app.story.editor.text.value == "> You go deeper."
-    app.keys._received(app.keys, {"action": "save_edit", "text": "I turn back"}, [])  # Ctrl+Enter
+    app.keys._received(app.keys, {"action": "save_edit", "text": "I go deeper still"}, [])  # Ctrl+Enter
     kinds = [(e.kind, e.text) for e in camp.history()]
-    assert kinds[-2] == ("player", "> I turn back.") and kinds[-1][0] == "narrator"
+    assert kinds[-2] == ("player", "> I go deeper still.") and kinds[-1] == ("narrator", "Narration 2.")
+    app.keys._received(app.keys, {"action": "edit", "id": line.id}, [])
+    app.story.editor.text.value = "I turn back"
+    app.story.editor.branch.click()
+    kinds = [(e.kind, e.text) for e in camp.history()]
+    assert kinds[-2] == ("player", "> I turn back.") and kinds[-1] == ("narrator", "Narration 3.")
     assert "go deeper" not in story(app) and "I turn back" in story(app)
     assert "Written" in app.controls.status.value
-    assert [t.text for t in camp.takes(line.id)] == ["> You go deeper.", "> I turn back."]  # the original is kept
+    assert [t.text for t in camp.takes(line.id)] == ["> I go deeper still.", "> I turn back."]  # the original is kept
 
 
 def test_controls_are_enabled_exactly_when_they_apply(app, camp):

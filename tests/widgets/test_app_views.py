@@ -273,11 +273,11 @@ def test_context_inspector_shows_any_turn(app, camp):
     assert "#b00020" in inspector.summary.value and inspector.table.value == ""
 
 
-def test_an_edited_turn_has_no_report_and_says_so(app, camp):
+def test_a_branched_turn_has_no_report_and_says_so(app, camp):
     app.send("go in")
     app.controls.edit.click()
     app.story.editor.text.value = "Corrected."
-    app.story.editor.save.click()
+    app.story.editor.branch.click()
     assert "no context report" in panel(app, "Context").summary.value
 
 

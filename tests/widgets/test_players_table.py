@@ -84,16 +84,31 @@ def test_a_cut_reply_is_marked_and_one_click_finishes_it(cutting, camp):
     assert "You climb the stair." in story(app)
     assert not app.controls.finish.disabled and app.controls.finish.layout.display == ""
     assert "Finish the reply" in app.controls.status.value
+    head = camp.history()[-1]
     app.controls.finish.click()
     assert "sw-cut-mark" not in story(app) and "ledger" in story(app)
     assert app.controls.finish.layout.display == "none"
+    # Finished in the same passage, the same take: one message, as SillyTavern's continue.
+    after = camp.history()
+    assert after[-1].id == head.id and len(after) == 3 and (after[-1].take, after[-1].takes) == (1, 1)
+    assert after[-1].text.startswith("You climb the stair. The lamp room door is open and the")
+    assert story(app).count("sw-passage ") == 3
+
+
+def test_continue_writes_on_in_the_newest_passage(cutting, camp):
+    cutting.send("I climb")
+    cutting.controls.finish.click()
+    head = camp.history()[-1]
+    cutting.controls.continue_.click()
+    assert camp.history()[-1].id == head.id and len(camp.history()) == 3
+    assert [r.reason for r in camp.revisions(head.id)[:-1]] == ["continued", "continued"]
 
 
 def test_the_editor_of_a_cut_reply_holds_its_whole_text(cutting, camp):
     cutting.send("I climb")
     cutting.controls.edit.click()
     head = camp.turn(camp.history()[-1].id)
-    assert cutting.story.editor.text.value == head.text + head.tail
+    assert cutting.story.editor.text.value == head.text + " " + head.tail
 
 
 @pytest.mark.parametrize(("text", "shown"), [
