@@ -1,8 +1,9 @@
 """Counting stored narrator replies that still carry protocol.
 
 Stored narration is replayed as history, so any state block, pasted state
-section or echoed instruction left in it shows the next prompt an older
-account of the state. The count runs the very cleanup used at write time
+section, echoed instruction or echoed section label ("The story's premise:")
+left in it shows the next prompt an older account of the state, or its own
+words as story. The count runs the very cleanup used at write time
 over what was stored: a reply leaks when that cleanup would still change it.
 The release gate for this count is zero.
 """
@@ -12,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .extract import split
+from .prose import RULE_PROMPT_LABEL, echoed_prompt
 
 __all__ = ["EXAMPLES", "NARRATOR_KIND", "count_leaks", "replies"]
 
@@ -42,13 +44,23 @@ def count_leaks(source: Any) -> dict:
     for reply_id, text in replies(source):
         examined += 1
         result = split(text or "")
-        if result.prose == (text or "").strip() and result.events is None:
+        # The prompt's section labels said back ("The story's premise: …") are cleaned at write time by the
+        # narration's rules (prose.hold_rules), so a stored reply that still has one leaks too.
+        echoes = echoed_prompt(result.prose)[1] or _all_echo(result.prose)
+        if result.prose == (text or "").strip() and result.events is None and not echoes:
             continue
         leaking.append(reply_id)
         if len(examples) < EXAMPLES:
-            rule, removed = result.removals[0] if result.removals else ("proposal", result.raw_block)
+            rule, removed = (result.removals[0] if result.removals else
+                             (RULE_PROMPT_LABEL, echoes[0]) if echoes else ("proposal", result.raw_block))
             examples.append({"id": reply_id, "rule": rule, "text": removed[:EXAMPLE_CHARS]})
     return {"ai": examined, "leaking": len(leaking), "ids": _sorted(leaking), "examples": examples}
+
+
+def _all_echo(text: str) -> list[str]:
+    """A reply that is nothing but a label's sentence (echoed_prompt keeps it whole)."""
+    cleaned, removed = echoed_prompt(text + "\n\nx")
+    return removed if cleaned == "x" else []
 
 
 def _sorted(ids: list) -> list:

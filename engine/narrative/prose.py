@@ -12,8 +12,9 @@ import re
 
 from .extract import split
 
-__all__ = ["cut_to_sentence", "drop_copied", "ends_at_sentence", "first_person", "hold_rules", "named_things",
-           "outside_quotes", "reply_opening", "second_person", "takes_up"]
+__all__ = ["PROMPT_LABELS", "RULE_PROMPT_LABEL", "cut_to_sentence", "drop_copied", "echoed_prompt",
+           "ends_at_sentence", "first_person", "hold_rules", "named_things", "outside_quotes", "reply_opening",
+           "second_person", "takes_up"]
 
 # A sentence end: . ! ? or … followed by any closing quotes or brackets, then
 # whitespace or the end of the text.
@@ -113,6 +114,45 @@ def reply_opening(kind: str | None, line: str) -> str:
     return text if _FINAL.search(text) else text + "."
 
 
+# How the prompt's own sections begin (engine.context.builder writes them; a
+# test holds these copies equal to it, so narrative never imports the builder).
+# A sentence of a reply that begins so is the prompt said back, never story: a
+# Continue reply of the 135M narrator opened "The story's premise: An old
+# lighthouse…", another said "The story's premise has just changed forever".
+PROMPT_LABELS = ("The story's premise", "Story summary:", "Memories from earlier in the story",
+                 "Lines marked [inferred]", "The player's character is")
+RULE_PROMPT_LABEL = "echoed_prompt_label"
+_LABELS = "(?:" + "|".join(re.escape(label).replace("'", "['’]") for label in PROMPT_LABELS) + ")"
+_LABEL_RE = re.compile(r"^[\s>*_#\"“]*" + _LABELS, re.IGNORECASE)
+_LABEL_ANYWHERE = re.compile(_LABELS, re.IGNORECASE)
+
+
+def echoed_prompt(text: str) -> tuple[str, list[str]]:
+    """The reply without the sentences that begin with one of the prompt's
+    section labels, and those sentences. A sentence that runs on past its
+    line loses only its first line (the label's line). A reply that is
+    nothing but such sentences is returned whole: an empty turn is worse, and
+    the leak count still counts it."""
+    if not _LABEL_ANYWHERE.search(text or ""):
+        return text, []
+    kept, removed = [], []
+    for sentence in _sentences(text):
+        if not _LABEL_RE.match(sentence):
+            kept.append(sentence)
+            continue
+        body = sentence.lstrip()
+        lead = sentence[: len(sentence) - len(body)]
+        newline = body.find("\n")
+        if newline != -1 and body[newline:].strip():
+            removed.append(body[:newline].strip())
+            kept.append(lead + body[newline:])
+        else:
+            removed.append(body.strip())
+            kept.append(lead if "\n" in lead else "")
+    cleaned = re.sub(r"\n{3,}", "\n\n", "".join(kept)).strip()
+    return (cleaned, removed) if cleaned and removed else (text, [])
+
+
 # The player's marker at the very start of a reply: the 135M narrator
 # imitating the prompt's "> You ..." lines (a reply of the narration evaluation: "> You're
 # standing at the gate..."). Stored, it would read as the player's own line.
@@ -130,6 +170,7 @@ def hold_rules(prose: str, earlier: str = "") -> tuple[str, dict]:
     marker = _PLAYER_MARKER.match(prose or "")
     unmarked = bool(marker and prose[marker.end():].strip())
     prose = prose[marker.end():] if unmarked else prose
+    prose, echoes = echoed_prompt(prose)
     prose, copies = drop_copied(prose, earlier) if earlier else (prose, 0)
     repaired = first_person(prose)
     if repaired:
@@ -148,7 +189,7 @@ def hold_rules(prose: str, earlier: str = "") -> tuple[str, dict]:
     if closed:  # not one complete sentence to cut back to: marked as trailing off, and as cut
         kept = kept.rstrip(" ,;:—-") + "…"
     return kept, {"first_person_repaired": repaired, "tail": tail, "trailed_off": closed, "dropped_copies": copies,
-                  "marker_dropped": unmarked}
+                  "marker_dropped": unmarked, "prompt_echoes": echoes}
 
 
 # Words that name nothing: articles, pronouns, prepositions, conjunctions,
