@@ -81,6 +81,11 @@ class Fired:
     def constant(self) -> bool:
         return self.found_in == "always"
 
+    @property
+    def own(self) -> bool:
+        """Written by the reader for this campaign, not brought in from a file."""
+        return (self.origin or "").strip().lower() in OWN_ORIGINS
+
     def record(self) -> dict:
         """JSON-ready provenance for a turn report (no text)."""
         return {"card_id": self.card_id, "title": self.title, "card_type": self.card_type, "origin": self.origin,
@@ -96,10 +101,19 @@ class Fired:
 
         n = tokens.count(self.text)
         return Retrieved(passage_id=-self.card_id, source_id=-self.card_id, title=self.title,
-                         filename=f"story card {self.card_id}", classification=classification, hidden=False,
+                         filename=f"{OWN_LORE_FILE if self.own else 'story card'} {self.card_id}",
+                         classification=classification, hidden=False,
                          heading=self.title, number=1, text=self.text, tokens=n, always=self.constant,
                          admitted_by="" if self.constant else "lexical", lexical=0.0 if self.constant else 1.0,
                          matched_terms=(self.key,) if self.key else ())
+
+
+# Cards whose origin says the reader wrote them here (the Lore panel and
+# add_story_card say "added by hand"; files from before origins were kept say
+# nothing); every import names its tool. Named as engine.knowledge.framing.
+# OWN_LORE_FILE says, they are framed as the story's own lore.
+OWN_ORIGINS = ("", "added by hand")
+OWN_LORE_FILE = "story lore"
 
 
 def logic_name(value) -> str:

@@ -44,7 +44,7 @@ def test_a_card_enters_the_prompt_only_while_its_key_is_in_the_scene(played):
     fired = first.report["knowledge"]["cards_fired"]
     assert [(c["title"], c["found_in"], c["key"]) for c in fired] == [("Mara", "input", "Mara")]
     used = [u for u in first.report["knowledge"]["used"] if u["passage_id"] < 0]
-    assert used and used[0]["classification"] == "canon" and used[0]["filename"].startswith("story card")
+    assert used and used[0]["classification"] == "canon" and used[0]["filename"].startswith("story lore")  # its own
     camp.continue_story()
     assert SECRET in _prompt(narrator)                             # still in the last four story nodes
     for _ in range(4):
