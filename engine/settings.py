@@ -20,13 +20,15 @@ from __future__ import annotations
 import difflib
 import numbers
 from collections.abc import Callable
-from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from .errors import WorkbenchError
+from .search.tuning import DEFAULT as DEFAULT_TUNING
+from .search.tuning import Tuning
 from .store import SettingRow
 
 __all__ = ["DEFAULT_NARRATOR_PROMPT", "SPECS", "Settings", "Spec", "load", "save", "setting"]
@@ -139,7 +141,7 @@ class Settings:
     n_ctx: int = setting(4096, "Model window", "Tokens the embedded model is loaded with; the story budget "
                          "follows it unless you set one.", low=256, high=1_048_576, unit="tokens",
                          narrator="local", panel=True, step=1024)
-    # Issue 28: cached chunks the prompt repeats (the kept history after a
+    # Cached chunks the prompt repeats (the kept history after a
     # floor step) are moved, not read again, as llama-server's --cache-reuse.
     embedded_cache_reuse: bool = setting(True, "Reuse moved history", "The embedded model keeps the history it "
                                          "has read when a trim step moves it, instead of reading it again; off "
@@ -185,7 +187,7 @@ class Settings:
     embedding_model_path: str = setting("", "Embedding GGUF", "A GGUF embedding model on this machine.",
                                         embedder="gguf", required=True, panel=True,
                                         placeholder="~/models/nomic-embed-text.gguf")
-    # The second stage (engine/knowledge/second_stage.py) re-scores the first search's candidates.
+    # The second stage (engine/search/second_stage.py) re-scores the first search's candidates.
     second_stage: str = setting("auto", "Second stage", "A stronger model that judges the passages the first "
                                 "search found (its vectors are computed after import, in the background).",
                                 choices=SECOND_STAGES, panel=True)
@@ -209,7 +211,7 @@ class Settings:
     # engine.providers.embedded.STEER_BIAS says what it measured.
     steer_named: bool = setting(True, "Steer to what you named", "The embedded narrator favours the words for the "
                                 "things your input named (\"the lantern\") until its reply has named one.")
-    # engine.turns.runner.JUDGED_WORDS says how a reply's start is judged. Off by default: on issue 30's
+    # engine.turns.runner.JUDGED_WORDS says how a reply's start is judged. Off by default: on the narration
     # tuning turns (narration_eval.takes_ab, 11 named turns x 2 retries each) the stored reply took up the
     # named thing in 6 of 22 with one take and 6 of 22 with up to three (2.1 starts a turn); a lenient
     # first judge (the story's own words counting) gave 4 of 22, up to five takes 6 of 22.
@@ -221,6 +223,10 @@ class Settings:
     memory_top_k: int = setting(5, "Memories recalled", "Memories recalled per turn.", low=1, high=50)
     memory_capacity: int = setting(200, "Memories kept", "Active memories kept before the least recently used "
                                    "are forgotten.", low=1)
+    # Every number retrieval and recall were tuned on (engine.search.Tuning);
+    # a changed copy is stored as its changes only.
+    tuning: Tuning = setting(DEFAULT_TUNING, "Search tuning", "Candidates, weights, floors, caps and cuts of "
+                             "retrieval and memory recall: dataclasses.replace(engine.search.DEFAULT, ...).")
     # Names of settings whose value follows others (nobody set one): stored as None.
     _following: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
@@ -318,6 +324,10 @@ def _kind_problem(name: str, value: Any) -> str | None:
     optional = _KINDS[name].endswith("| None")
     if value is None and (optional or SPECS[name].follows is not None):
         return None
+    if kind == "Tuning":
+        return None if isinstance(value, (Tuning, dict)) else (
+            f"{name} must be an engine.search.Tuning (dataclasses.replace(engine.search.DEFAULT, ...)), "
+            f"not {value!r} ({type(value).__name__})")
     fits = {"bool": isinstance(value, bool),
             "int": isinstance(value, numbers.Integral) and not isinstance(value, bool),
             "float": isinstance(value, numbers.Real) and not isinstance(value, bool),
@@ -331,6 +341,8 @@ def _kind_problem(name: str, value: Any) -> str | None:
 def _plain(name: str, value: Any) -> Any:
     """numpy and other number types stored as the Python type the field declares."""
     kind = _KINDS[name].replace(" | None", "")
+    if kind == "Tuning":
+        return value if isinstance(value, Tuning) else Tuning.from_changes(value)
     if value is None or kind in ("bool", "str"):
         return value
     return int(value) if kind == "int" else float(value)
@@ -350,7 +362,10 @@ def _unknown_message(unknown: list[str]) -> str:
 
 def load(session: Session) -> Settings:
     stored = dict(session.execute(select(SettingRow.key, SettingRow.value)).all())
-    return Settings(**{k: v for k, v in stored.items() if k in _NAMES})
+    values = {k: v for k, v in stored.items() if k in _NAMES}
+    if "tuning" in values:
+        values["tuning"] = Tuning.from_changes(values["tuning"])
+    return Settings(**values)
 
 
 def propose(current: Settings, changes: dict[str, Any]) -> Settings:
@@ -368,7 +383,8 @@ def propose(current: Settings, changes: dict[str, Any]) -> Settings:
 
 def save(session: Session, current: Settings, changes: dict[str, Any]) -> Settings:
     new = propose(current, changes).check()
-    values = asdict(new)
+    values = {f.name: getattr(new, f.name) for f in fields(new) if f.init}
+    values["tuning"] = new.tuning.changes()
     for key in _NAMES:
         value = None if new.follows(key) else values[key]
         row = session.get(SettingRow, key)

@@ -24,7 +24,7 @@ An entry is a `Held`: row ids, their unit vectors as one matrix (row for row),
 and the signature it was read under. It is reused while the caller's
 signature matches; otherwise it is rebuilt, reading only the rows it does not
 hold. Passages sign with (count, newest id) of their rows (see
-`engine.knowledge.vectors`: their rows are only inserted or deleted). Memories
+`engine.search.vectors`: their rows are only inserted or deleted). Memories
 sign with the ids asked for, so an unchanged bank costs one comparison and no
 re-stacking; their vectors are rewritten in place, so their one writer
 (`engine.memory.bank.set_vector`) drops the row with `drop`.
@@ -60,8 +60,8 @@ __all__ = [
 # bank and a library: 16 entries of 4,000 x 768 float32 are ~200 MB at worst.
 CACHED_ENTRIES = 16
 # Query texts held by `QUERIES`. A turn asks at most 8 query parts of the
-# first model (knowledge.query.QUERY_PARTS) and 2 of the second
-# (second_stage.STAGE_PARTS), memory recall at most 5 of the first
+# first model (engine.search.query.QUERY_PARTS) and 2 of the second
+# (the search tuning's stage_parts), memory recall at most 5 of the first
 # (memory.recall.query_parts, mostly the same texts), and the next turn's are
 # prepared beside them: about 20-25 per open campaign, so 256 keeps ten
 # campaigns' turns, at most 256 x 768 float32 = 0.8 MB.

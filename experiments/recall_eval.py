@@ -22,20 +22,19 @@ Conditions: the bank written with the memory guard on or off
 ("parts") or by the old single embedded text ("single"). Model replies to
 memory requests are cached, so the two banks differ only by the guard.
 
-Constants of the recall (STORY_WEIGHT, LEXICAL_WEIGHT) are chosen on the
+Weights of the recall (the search tuning's story_weight, lexical_weight) are chosen on the
 probes of the tuning half (fact index even) and reported on the held-out
 half (odd).
 """
 from __future__ import annotations
 
-import importlib
 import itertools
 import json
 import random
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -44,6 +43,7 @@ from tqdm.auto import tqdm
 from engine import Workbench
 from engine.context import Report
 from engine.memory.bank import embed_pending, evict, write_due_memories
+from engine.memory.guard import READER_LINES
 from engine.memory.summary import summarise_if_due
 from engine.providers import Text
 from engine.store import CampaignRow
@@ -53,10 +53,6 @@ from engine.turns.write import write_state
 __all__ = ["CAMPAIGNS", "KINDS", "LOCATIONS", "WINDOWS", "CachingNarrator", "Fact", "Spec", "build", "caps", "evaluate",
            "extend", "half_of", "locate", "probe", "reader_lines", "reopen", "reguard", "raw_copy", "bank_path", "script", "summarise", "tune", "plot_locations", "guard_table"]
 
-# The module, not the function the package exports under the same name.
-recall_module = importlib.import_module("engine.memory.recall")
-builder_module = importlib.import_module("engine.context.builder")
-guard_module = importlib.import_module("engine.memory.guard")
 WINDOWS = (4096, 16384)
 KINDS = ("story", "state", "card", "memory")
 # Where a fact's needle is looked for, in this order; the first section holding it names where it was.
@@ -434,22 +430,24 @@ def locate(report, needle: str, probe_text: str) -> dict:
 
 
 @contextmanager
-def _constants(module, **values):
-    """A module's constants set for the duration (None leaves one as it is), then put back."""
-    saved = {name: getattr(module, name) for name in values}
+def tuned(builds: Sequence[Built], **changes):
+    """Each campaign's workbench run with its search tuning changed (a copy of
+    the engine's, `dataclasses.replace`; None leaves a value as it is), then
+    set back: the value the turn's report records, never a module's constant."""
+    changes = {k: v for k, v in changes.items() if v is not None}
+    saved = [(b.wb, b.wb.settings.tuning) for b in builds]
     try:
-        for name, value in values.items():
-            if value is not None:
-                setattr(module, name, value)
+        for wb, tuning in saved:
+            wb.configure(tuning=replace(tuning, **changes))
         yield
     finally:
-        for name, value in saved.items():
-            setattr(module, name, value)
+        for wb, tuning in saved:
+            wb.configure(tuning=tuning)
 
 
-def weights(story: float | None = None, lexical: float | None = None):
-    """The recall's two constants set for the duration (the tuning grid)."""
-    return _constants(recall_module, STORY_WEIGHT=story, LEXICAL_WEIGHT=lexical)
+def weights(builds: Sequence[Built], story: float | None = None, lexical: float | None = None):
+    """The recall's two weights for the duration (the tuning grid)."""
+    return tuned(builds, story_weight=story, lexical_weight=lexical)
 
 
 @contextmanager
@@ -475,10 +473,10 @@ def method(name: str):
 
 
 @contextmanager
-def judging(judge, judged: int | None = None):
+def judging(builds: Sequence[Built], judge, judged: int | None = None):
     """Memory recall with `judge` (e.g. `second_stage_judge()`) re-scoring the
     first score's best `judged` memories, for the duration."""
-    with _recall_with(judge=judge), _constants(recall_module, JUDGED=judged):
+    with _recall_with(judge=judge), tuned(builds, judged=judged):
         yield
 
 
@@ -489,8 +487,9 @@ def second_stage_judge(kind: str = "embedded", settings=None):
     from dataclasses import replace
     from functools import partial
 
-    from engine.knowledge import relevance, stage_for
+    from engine.knowledge import stage_for
     from engine.providers.embedders import MINILM_ID
+    from engine.search import relevance
     from engine.settings import Settings
 
     stage = stage_for(replace(settings or Settings(), second_stage=kind), MINILM_ID)
@@ -519,7 +518,7 @@ def judge_ab(builds: Sequence[Built], judge, judged: Sequence[int] = (5, 10, 20)
     rows = []
     for count in (0, *judged):
         failures, frames = 0, []
-        with judging(counted, count) if count else nullcontext():
+        with judging(builds, counted, count) if count else nullcontext():
             for b in builds:
                 keys = [f.key for i, f in enumerate(b.spec.facts) if half is None or half_of(i) == half]
                 if b.guard:
@@ -588,7 +587,7 @@ def raw_copy(built: Built, path: str | Path, *, narrator, embedder: str = "local
     return Built(wb, camp, built.spec, False, log, built.summary_log, built.planted, built.played)
 
 
-def reguard(built: Built) -> dict:
+def reguard(built: Built, reader_lines: int = READER_LINES) -> dict:
     """The engine's guard as it now stands, applied to a bank written under an
     earlier version of it: each memory and summary decided again from the
     model's own reply (kept in the log) and what it summarised (read from the
@@ -615,7 +614,8 @@ def reguard(built: Built) -> dict:
             facts = tuple(memory_bank.block_facts(s, [ids[n[1]] for n in block]))
         log: list = []
         kept = memory_bank.guarded(entry["raw"], memory_bank.Block(block, "", name, corpus[-memory_bank.RARITY_NODES:],
-                                                                   facts), log=log)
+                                                                   facts), log=log,
+                                      reader_lines=reader_lines)
         if kept != entry["kept"]:
             con.execute("UPDATE memories SET text = ?, vector = NULL, vector_model = '' WHERE campaign_id = ? AND "
                         "source_start = ? AND source_end = ?", (kept, built.camp.id, entry["start"], entry["end"]))
@@ -686,16 +686,16 @@ def tune(builds: Sequence[Built], story: Sequence[float] = (0.6, 0.8, 1.0),
     rows = []
     tuning = {b.spec.title: [f.key for i, f in enumerate(b.spec.facts) if half_of(i) == "tune"] for b in builds}
     for s, w in itertools.product(story, lexical):
-        with weights(s, w):
+        with weights(builds, s, w):
             frame = pd.concat([probe(b, (window,), "parts", tuning[b.spec.title]) for b in builds if b.guard])
         rows.append({"story_weight": s, "lexical_weight": w, "reached": frame["reached"].mean(),
                      "in_memory": frame["memory"].mean(), "probes": len(frame)})
     return pd.DataFrame(rows).sort_values(["reached", "in_memory"], ascending=False, ignore_index=True)
 
 
-def shares(live: float | None = None, summary: float | None = None):
-    """The builder's memory and summary shares set for the duration (the cap grid)."""
-    return _constants(builder_module, LIVE_SHARE=live, SUMMARY_SHARE=summary)
+def shares(builds: Sequence[Built], live: float | None = None, summary: float | None = None):
+    """The prompt's memory and summary shares for the duration (the cap grid)."""
+    return tuned(builds, memory_share=live, summary_share=summary)
 
 
 def caps(builds: Sequence[Built], live: Sequence[float] = (0.3, 0.4, 0.5, 0.6, 1.0),
@@ -706,7 +706,7 @@ def caps(builds: Sequence[Built], live: Sequence[float] = (0.3, 0.4, 0.5, 0.6, 1
     rows = []
     tuning = {b.spec.title: [f.key for i, f in enumerate(b.spec.facts) if half_of(i) == "tune"] for b in builds}
     for share, part in itertools.product(live, summary):
-        with shares(share, part):
+        with shares(builds, share, part):
             frame = pd.concat([probe(b, windows, "parts", tuning[b.spec.title]) for b in builds if b.guard])
         for window, rows_at in frame.groupby("window"):
             rows.append({"live_share": share, "summary_share": part, "window": window,
@@ -716,24 +716,22 @@ def caps(builds: Sequence[Built], live: Sequence[float] = (0.3, 0.4, 0.5, 0.6, 1
 
 
 def reader_lines(builds: Sequence[Built], values: Sequence[int] = (0, 1), window: int = 4096) -> pd.DataFrame:
-    """Per value of the guard's READER_LINES (how many of the reader's own
+    """Per value of the guard's `reader_lines` (how many of the reader's own
     lines an extractive memory keeps first): the tuning half's facts that
     reached the prompt at `window`, every guarded bank decided again under it
-    (`reguard`, no model call). The engine's own value is put back after."""
+    (`reguard`, no model call). The banks are decided again at the engine's
+    own value after."""
     rows = []
     tuning = {b.spec.title: [f.key for i, f in enumerate(b.spec.facts) if half_of(i) == "tune"] for b in builds}
-    saved = guard_module.READER_LINES
     try:
         for value in values:
-            guard_module.READER_LINES = value
             for b in builds:
                 if b.guard:
-                    reguard(b)
+                    reguard(b, reader_lines=value)
             frame = pd.concat([probe(b, (window,), "parts", tuning[b.spec.title]) for b in builds if b.guard])
             rows.append({"reader_lines": value, "window": window, "reached": frame["reached"].mean(),
                          "in_memory": frame["memory"].mean(), "probes": len(frame)})
     finally:
-        guard_module.READER_LINES = saved
         for b in builds:
             if b.guard:
                 reguard(b)

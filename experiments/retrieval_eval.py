@@ -29,15 +29,32 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from sqlalchemy import select
 from tqdm.auto import tqdm
 
+from engine import Workbench, search
+from engine.context import tokens
 from engine.errors import NotAllowed
+from engine.knowledge import scene_query, stage_for
+from engine.knowledge.allotment import CLASS_SHARE, FILL_ORDER, passage_cost
+from engine.knowledge.chunking import chunk
+from engine.knowledge.framing import CLASS_HEADERS, SEPARATOR, block
+from engine.providers.embedders import MiniLMEmbedder
+from engine.search import DEFAULT, Fusion, Retrieved, index_line, lexical, reads, stage_vectors
+from engine.search.admission import lexical_evidence
+from engine.search.classes import CLASS_WEIGHTS, REFERENCE
+from engine.search.fusion import relevance
+from engine.search.query import query_parts
+from engine.search.second_stage import evidence_feature
+from engine.search.vectors import cache_key, load_matrix, unit
+from engine.store.knowledge_tables import KnowledgePassageRow
+from engine.turns.inputs import player_line
 
 __all__ = [
     "DATA_DIR",
@@ -154,19 +171,17 @@ def split(labels: Labels) -> tuple[Labels, Labels]:
 
 
 def _stems(text: str) -> set[str]:
-    from engine.knowledge import fts
 
-    return {w for w in fts._porter().stemWords(fts.terms(text)) if len(w) >= 3}
+    return {w for w in search.stems(search.terms(text)) if len(w) >= 3}
 
 
 def paraphrases(labels: Labels, passages: dict[int, tuple[str, str, str]] | None = None) -> list[str]:
     """Ids of targeted scenes that share no content word (stop words aside,
     Porter-stemmed, as the lexical index reads them) with any passage
     relevant to them: only meaning can find their passage. `passages` is
-    {id: (file, heading, text)} (`_passages`); without it the documents are
+    {id: (file, heading, text)} (`passages_of`); without it the documents are
     chunked here."""
     if passages is None:
-        from engine.knowledge.chunking import chunk
 
         passages, n = {}, 0
         for doc in labels.documents.values():
@@ -248,7 +263,6 @@ def open_library(path: str | Path, labels: Labels, *, embedder: str = "local", p
     `in_play`: the campaign's story is the labels' `story` (imported as an AI
     Dungeon adventure, the way a reader brings a story in), so every scene
     asked of it comes after those turns, as the newest input of a turn."""
-    from engine import Workbench
 
     path = Path(path)
     for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
@@ -256,7 +270,6 @@ def open_library(path: str | Path, labels: Labels, *, embedder: str = "local", p
     wb = Workbench.open(path, background=False)
     wb.configure(narrator="local", embedder=embedder, second_stage=second_stage)
     if embedder == "local":  # the same MiniLM, its passage vectors read from the on-disk cache
-        from engine.providers.embedders import MiniLMEmbedder
 
         wb.configure(embedder=CachedEmbedder(MiniLMEmbedder()))
     if in_play:
@@ -268,7 +281,7 @@ def open_library(path: str | Path, labels: Labels, *, embedder: str = "local", p
     else:
         camp = wb.new_campaign(labels.name, premise="A retrieval evaluation on public documents.",
                                protagonist="Aldric")
-    stage = _stage(camp)
+    stage = second_stage_of(camp)
     if stage is not None and stage.needs_vectors and not isinstance(stage.embedder, CachedEmbedder):
         stage.embedder = CachedEmbedder(stage.embedder)  # its query vectors too: the same scenes run after run
     library = camp.knowledge
@@ -279,7 +292,12 @@ def open_library(path: str | Path, labels: Labels, *, embedder: str = "local", p
     return camp
 
 
-def _passages(camp) -> dict[int, tuple[str, str, str]]:
+def tuning_of(camp) -> search.Tuning:
+    """The search tuning the campaign's workbench runs with (what a turn uses)."""
+    return camp.workbench.settings.tuning
+
+
+def passages_of(camp) -> dict[int, tuple[str, str, str]]:
     """{passage id: (file, heading, text)} for every passage of the library."""
     library = camp.knowledge
     out = {}
@@ -295,19 +313,17 @@ def _window(camp, window: int) -> None:
     camp.workbench.configure(n_ctx=window, context_budget=window)
 
 
-def _stage(camp):
+def second_stage_of(camp):
     """The second stage the campaign's settings choose (None: off)."""
-    from engine.knowledge import stage_for
 
     embedder = camp.workbench.embedder_or_none()
     return stage_for(camp.workbench.settings, getattr(embedder, "model_id", None))
 
 
-def _first_stage(camp, labels: Labels, desc: str, progress: bool):
+def first_stage(camp, labels: Labels, desc: str, progress: bool):
     """(kind, scene, query, the first stage's search) for every scene, asked in
     this campaign with the second stage off (what the tables and the vector
     pass start from), the campaign's own setting put back afterwards."""
-    from engine.knowledge import retrieval
 
     db, embedder = camp.knowledge.db, camp.workbench.embedder_or_none()
     saved = camp.workbench.settings.second_stage
@@ -315,23 +331,20 @@ def _first_stage(camp, labels: Labels, desc: str, progress: bool):
     try:
         for kind, scene in tqdm(_scenes(labels), desc=desc, disable=not progress, leave=False):
             query = _asked(camp, scene["scene"])
-            yield kind, scene, query, retrieval._search(db, camp.id, query, embedder, None, frozenset(), [])
+            yield kind, scene, query, search.find(db, camp.id, query, embedder=embedder, tuning=tuning_of(camp))
     finally:
         camp.workbench.configure(second_stage=saved)
 
 
 def compute_stage_vectors(camp, labels: Labels, *, progress: bool = True, every: bool = False) -> dict:
     """Second-stage vectors for the passages any scene's second stage will
-    judge (each path's best STAGE_CANDIDATES for every scene, as the scene
+    judge (each path's best `stage_candidates` for every scene, as the scene
     is asked), through the on-disk cache; with `every`, for the whole
     library, as the engine's background pass does. A turn reads only its
     candidates' vectors, so for these scenes the two are the same; the
     candidates alone are a fraction of the embedding."""
-    from engine.knowledge import stage_vectors
-    from engine.knowledge.chunking import index_line
-    from engine.knowledge.second_stage import STAGE_CANDIDATES
 
-    stage = _stage(camp)
+    stage = second_stage_of(camp)
     if stage is None or not stage.needs_vectors:
         return {"model": getattr(stage, "model_id", ""), "embedded": 0, "passages": 0}
     cached = CachedEmbedder(stage.embedder)
@@ -340,9 +353,9 @@ def compute_stage_vectors(camp, labels: Labels, *, progress: bool = True, every:
         done = stage_vectors.catch_up(db, camp.id, cached, progress=progress)
         return {"model": stage.model_id, "embedded": done.embedded, "passages": done.embedded + done.remaining}
     wanted: dict[int, None] = {}
-    for *_, found in _first_stage(camp, labels, "candidates", progress):
-        wanted.update((pid, None) for pid in found.candidates(STAGE_CANDIDATES))
-    passages = _passages(camp)
+    for *_, found in first_stage(camp, labels, "candidates", progress):
+        wanted.update((pid, None) for pid in found.candidates(tuning_of(camp).stage_candidates))
+    passages = passages_of(camp)
     with db.reading() as s:
         hashes = dict(s.execute(text_sql(list(wanted))).all()) if wanted else {}
     rows = [(hashes[pid], index_line(passages[pid][1], passages[pid][2])) for pid in wanted if pid in hashes]
@@ -352,14 +365,12 @@ def compute_stage_vectors(camp, labels: Labels, *, progress: bool = True, every:
     for start in tqdm(range(0, len(rows), stage_vectors.BATCH), desc="second-stage vectors", disable=not progress,
                       leave=False):
         batch = rows[start:start + stage_vectors.BATCH]
-        stage_vectors._store(db, stage.model_id, batch, cached.embed([line for _, line in batch]))
+        stage_vectors.store_vectors(db, stage.model_id, batch, cached.embed([line for _, line in batch]))
     return {"model": stage.model_id, "embedded": len(rows), "passages": len(wanted)}
 
 
 def text_sql(ids: Sequence[int]):
-    from sqlalchemy import select
 
-    from engine.store.knowledge_tables import KnowledgePassageRow
 
     return select(KnowledgePassageRow.id, KnowledgePassageRow.content_hash).where(KnowledgePassageRow.id.in_(ids))
 
@@ -398,7 +409,7 @@ def evaluate(camp, labels: Labels, windows: Sequence[int] = (4096, 16384), *, pr
     scene under ("off": the first stage alone; "auto": with the second);
     None keeps the campaign's own setting. The column `second_used` says
     whether the second stage judged that scene."""
-    passages = _passages(camp)
+    passages = passages_of(camp)
     scenes = _scenes(labels)
     rows = []
     wb = camp.workbench
@@ -503,14 +514,13 @@ def candidates(camp, labels: Labels) -> pd.DataFrame:
     """Every candidate each scene's search produced, before admission: its
     lexical evidence, the scene's own lexical weight, its cosine, and whether
     it is relevant. What the admission constants are chosen on; it runs the
-    engine's own search step (retrieval._search), nothing re-implemented."""
-    from engine.knowledge import retrieval
+    engine's own search step (`engine.search.find`), nothing re-implemented."""
 
-    passages, embedder, db = _passages(camp), camp.workbench.embedder_or_none(), camp.knowledge.db
+    passages, embedder, db = passages_of(camp), camp.workbench.embedder_or_none(), camp.knowledge.db
     scenes = _scenes(labels)
     rows = []
     for kind, scene in scenes:
-        found = retrieval._search(db, camp.id, _query(scene["scene"]), embedder, None, frozenset(), [])
+        found = search.find(db, camp.id, _query(scene["scene"]), embedder=embedder, tuning=tuning_of(camp))
         cosines = dict(found.sem.hits)
         for pid in set(cosines) | {p for p, _ in found.lexical}:
             rows.append({"kind": kind, "id": scene["id"], "passage_id": pid,
@@ -527,17 +537,15 @@ def admission_sweep(table: pd.DataFrame, shares: Sequence[float] = (0.3, 0.45, 0
     admission constants, on `candidates`. The budget is stood in for by the
     `shown` best passages per scene ({4096: 2, 16384: 8}: about what fits),
     after the same ranking and relative cut as the engine's."""
-    from engine.knowledge.admission import LEXICAL_MIN_EVIDENCE
-    from engine.knowledge.ranking import EVIDENCE_SCALE, RELATIVE_CUT
 
     shown = shown or {4096: 2, 16384: 8}
     n_targeted = table[table.kind == "targeted"].id.nunique()
     rows = []
     for share, cap, floor in ((a, b, c) for a in shares for b in caps for c in floors):
-        bar = (share * table.query_weight).clip(lower=LEXICAL_MIN_EVIDENCE, upper=cap)
+        bar = (share * table.query_weight).clip(lower=DEFAULT.lexical_min_evidence, upper=cap)
         admitted = table[((table.evidence > 0) & (table.evidence >= bar)) | (table.cosine >= floor)]
-        scored = admitted.assign(score=EVIDENCE_SCALE * admitted.evidence + admitted.cosine)
-        scored = scored[scored.score >= RELATIVE_CUT * scored.groupby("id").score.transform("max")]
+        scored = admitted.assign(score=DEFAULT.evidence_scale * admitted.evidence + admitted.cosine)
+        scored = scored[scored.score >= DEFAULT.relative_cut * scored.groupby("id").score.transform("max")]
         row = {"share": share, "cap": cap, "floor": floor}
         for window, k in shown.items():
             top = scored.sort_values(["id", "score"], ascending=[True, False]).groupby("id").head(k)
@@ -608,18 +616,16 @@ def _lexical_of(camp, words: Sequence[str], ids: Sequence[int], found,
     passages whether or not they reached the lexical pool, by the engine's
     own evidence functions (what they would have scored as candidates).
     `heads` reuses headings already read."""
-    from engine.knowledge import fts, reads
-    from engine.knowledge.admission import lexical_evidence
 
     library = camp.knowledge
     with library.db.reading() as s:
         live = reads.live_passage_ids(s, found.library.live)
-        lists = [ids_ & live for ids_ in fts.postings(s, words)]
-        matched = fts.evidence(s, list(words), list(ids), lists)
+        lists = [ids_ & live for ids_ in lexical.postings(s, words)]
+        matched = lexical.evidence(s, list(words), list(ids), lists)
         heads = reads.headings(s, camp.id, ids) if heads is None else heads
     out = {}
     for pid in ids:
-        named = fts.in_heading(heads.get(pid, ""), words, matched.get(pid, ()))
+        named = lexical.in_heading(heads.get(pid, ""), words, matched.get(pid, ()))
         out[pid] = (lexical_evidence(matched.get(pid), found.weights, named), tuple(words[i] for i in sorted(named)))
     return out
 
@@ -641,9 +647,8 @@ def _cause(best: dict | None, second: dict | None = None) -> str:
              "admitted": "admitted, not shown"}.get(best["stage"])
     if stage:
         return stage
-    from engine.knowledge.retrieval import SEMANTIC_CANDIDATES
 
-    sem, lex = best["sem_rank"] is not None and best["sem_rank"] <= SEMANTIC_CANDIDATES, best["lex_candidate"]
+    sem, lex = best["sem_rank"] is not None and best["sem_rank"] <= DEFAULT.semantic_candidates, best["lex_candidate"]
     if sem and lex:
         return "candidate of both paths: cosine under the floor and evidence under the bar"
     if sem:
@@ -669,15 +674,12 @@ def diagnose(camp, labels: Labels, window: int, frame: pd.DataFrame | None = Non
 
     The prompt is the engine's own (`camp.context`, its knowledge report:
     used, below_cut, suppressed, dropped); the candidates and admission bar
-    are the engine's search step (`retrieval._search`); the full semantic
+    are the engine's search step (`engine.search.find`); the full semantic
     ranking is the library's stored vectors. `frame` (from `evaluate`)
     picks the scenes; without it every targeted scene is run."""
-    from engine.knowledge import retrieval
-    from engine.knowledge.ranking import relevance
-    from engine.knowledge.second_stage import STAGE_CANDIDATES
 
-    passages, embedder, db = _passages(camp), camp.workbench.embedder_or_none(), camp.knowledge.db
-    stage = _stage(camp)
+    passages, embedder, db = passages_of(camp), camp.workbench.embedder_or_none(), camp.knowledge.db
+    stage = second_stage_of(camp)
     if frame is not None and "stage" in frame:
         frame = frame[frame.stage == camp.workbench.settings.second_stage]
     if frame is not None and not every:
@@ -695,12 +697,12 @@ def diagnose(camp, labels: Labels, window: int, frame: pd.DataFrame | None = Non
         hit = any(is_relevant(scene, *passages[u["passage_id"]], labels.documents) for u in used if u["passage_id"] > 0)
         if hit and not every:
             continue
-        found = retrieval._search(db, camp.id, query, embedder, None, frozenset(), [], stage)
+        found = search.find(db, camp.id, query, embedder=embedder, stage=stage, tuning=tuning_of(camp))
         second = found.second.scores if found.staged else {}
         relevant = [pid for pid in passages if is_relevant(scene, *passages[pid], labels.documents)]
         sem = _semantic_ranks(camp, query) if embedder is not None else {}
         lex = _lexical_of(camp, found.words, relevant, found) if relevant else {}
-        lexical = {pid for pid, _ in found.lexical}  # the 40 candidates, after the evidence re-sort
+        lexical_ids = {pid for pid, _ in found.lexical}  # the 40 candidates, after the evidence re-sort
         bm25_rank = {pid: i + 1 for i, (pid, _) in enumerate(_pool(db, camp.id, found.words))}
         stage_of = {u["passage_id"]: "admitted" for u in used}
         stage_of.update({d["passage_id"]: "below_cut" for d in report.get("below_cut", [])})
@@ -713,7 +715,7 @@ def diagnose(camp, labels: Labels, window: int, frame: pd.DataFrame | None = Non
             rank, cos = sem.get(pid, (None, 0.0))
             evidence, named = lex.get(pid, (0.0, ()))
             facts.append({"pid": pid, "stage": stage_of.get(pid, ""), "sem_rank": rank, "cosine": cos,
-                          "pool_rank": bm25_rank.get(pid), "lex_candidate": pid in lexical, "evidence": evidence,
+                          "pool_rank": bm25_rank.get(pid), "lex_candidate": pid in lexical_ids, "evidence": evidence,
                           "named": named, "heading": passages[pid][1], "second": second.get(pid)})
         order = {"used": 0, "admitted": 1, "dropped": 2, "suppressed": 3, "over_cap": 4, "below_cut": 5, "": 6}
         facts.sort(key=lambda f: (order[f["stage"]], -(f["second"] if f["second"] is not None else -1.0),
@@ -724,7 +726,7 @@ def diagnose(camp, labels: Labels, window: int, frame: pd.DataFrame | None = Non
         best_lex = max(facts, key=lambda f: f["evidence"], default=None)
         out.append({
             "id": scene["id"], "document": scene["document"], "hit": hit, "scene": scene["scene"],
-            "cause": "hit" if hit else _cause(best, {"floor": found.second.floor, "per_path": STAGE_CANDIDATES}
+            "cause": "hit" if hit else _cause(best, {"floor": found.second.floor, "per_path": tuning_of(camp).stage_candidates}
                                               if found.staged else None),
             "second": round(best["second"], 3) if best and best.get("second") is not None else None,
             "second_floor": found.second.floor if found.staged else None,
@@ -751,10 +753,9 @@ def diagnose(camp, labels: Labels, window: int, frame: pd.DataFrame | None = Non
 
 def _pool(db, campaign_id: int, words: Sequence[str]) -> list[tuple[int, float]]:
     """The bm25 pool the lexical path re-scores (its first LEXICAL_POOL)."""
-    from engine.knowledge import fts, retrieval
 
     with db.reading() as s:
-        return fts.search(s, campaign_id, list(words), retrieval.LEXICAL_POOL)
+        return lexical.search(s, campaign_id, list(words), DEFAULT.lexical_pool)
 
 
 def causes(diagnosis: pd.DataFrame) -> pd.DataFrame:
@@ -781,8 +782,6 @@ def admitted_irrelevant(frame: pd.DataFrame, labels: Labels, window: int) -> pd.
 # ---------------------------------------------------------------- pair set
 def _query(scene: str) -> str:
     """The scene as a turn searches with it (the input line, as the query)."""
-    from engine.knowledge import scene_query
-    from engine.turns.inputs import player_line
 
     return scene_query([player_line(scene)])
 
@@ -790,7 +789,6 @@ def _query(scene: str) -> str:
 def _cosines(camp, queries: Sequence[str]):
     """(passage ids, queries x passages cosines) by the library's own stored
     vectors and the configured embedder."""
-    from engine.knowledge.vectors import cache_key, load_matrix, unit
 
     library, embedder = camp.knowledge, camp.workbench.embedder_or_none()
     with library.db.reading() as s:
@@ -813,7 +811,7 @@ def export_pairs(camp, labels: Labels, path: str | Path, *, relevant_per_scene: 
     off-topic scene is scored against, those plus each off-topic scene's
     `neighbours` nearest passages, the hardest negatives the library has.
     Queries are in the form a turn searches with."""
-    passages = _passages(camp)
+    passages = passages_of(camp)
     targeted_q = [_query(t["scene"]) for t in labels.targeted]
     off_q = [_query(s) for s in labels.off_topic]
     near_t = _neighbours(camp, targeted_q, 400)
@@ -841,26 +839,9 @@ def reference_cap(knowledge_tokens: int) -> int:
     """What one Reference passage's framed block may cost when retrieval has
     `knowledge_tokens` (measured by `evaluate`, column knowledge_tokens): the
     Reference class's share, less its section header and separator."""
-    from engine.context import tokens
-    from engine.knowledge.budget import CLASS_SHARE
-    from engine.knowledge.classes import REFERENCE
-    from engine.knowledge.framing import CLASS_HEADERS, SEPARATOR
 
     return int(knowledge_tokens * CLASS_SHARE[REFERENCE]) - tokens.count(CLASS_HEADERS[REFERENCE]) \
         - tokens.count(SEPARATOR)
-
-
-@contextmanager
-def _chunk_size(target: int):
-    """Chunk at another ceiling for a measurement (restored afterwards)."""
-    from engine.knowledge import chunking
-
-    saved = chunking.TARGET_MAX, chunking.HARD_MAX
-    chunking.TARGET_MAX, chunking.HARD_MAX = target, max(16, target - 24)
-    try:
-        yield
-    finally:
-        chunking.TARGET_MAX, chunking.HARD_MAX = saved
 
 
 def passage_sizes(labels: Labels, knowledge_tokens: int, targets: Sequence[int] = (128, 256, 384, 512, 800)
@@ -868,25 +849,21 @@ def passage_sizes(labels: Labels, knowledge_tokens: int, targets: Sequence[int] 
     """For each chunk ceiling and document: how many passages, their median
     size, and the share whose framed block fits the Reference share of
     `knowledge_tokens` (so could ever be shown in such a prompt)."""
-    from engine.context import tokens
-    from engine.knowledge.chunking import chunk
-    from engine.knowledge.framing import SEPARATOR, block
-    from engine.knowledge.records import Retrieved
 
     cap = reference_cap(knowledge_tokens)
     rows = []
     for target in targets:
-        with _chunk_size(int(target)):
-            for key, doc in labels.documents.items():
-                text = (DATA_DIR / doc["file"]).read_text(encoding="utf-8-sig")
-                passages = chunk(text, markdown=doc["file"].endswith(".md"))
-                costs = [tokens.count(block(Retrieved(0, 0, doc["file"], doc["file"], doc["class"], False,
-                                                      p.heading, p.index + 1, p.text, p.tokens)))
-                         + tokens.count(SEPARATOR) for p in passages]
-                rows.append({"target": int(target), "document": key, "passages": len(passages),
-                             "median_tokens": float(pd.Series([p.tokens for p in passages]).median()),
-                             "fits_share": round(sum(c <= cap for c in costs) / max(len(costs), 1), 4),
-                             "cap": cap})
+        for key, doc in labels.documents.items():
+            text = (DATA_DIR / doc["file"]).read_text(encoding="utf-8-sig")
+            passages = chunk(text, markdown=doc["file"].endswith(".md"), target_max=int(target),
+                             hard_max=max(16, int(target) - 24))
+            costs = [tokens.count(block(Retrieved(0, 0, doc["file"], doc["file"], doc["class"], False,
+                                                  p.heading, p.index + 1, p.text, p.tokens)))
+                     + tokens.count(SEPARATOR) for p in passages]
+            rows.append({"target": int(target), "document": key, "passages": len(passages),
+                         "median_tokens": float(pd.Series([p.tokens for p in passages]).median()),
+                         "fits_share": round(sum(c <= cap for c in costs) / max(len(costs), 1), 4),
+                         "cap": cap})
     return pd.DataFrame(rows)
 
 
@@ -915,9 +892,8 @@ class Signals:
         """Each way of ordering passages that the analysis compares: each
         signal alone, the engine's own relevance (`ranking.relevance`), and
         that plus bm25."""
-        from engine.knowledge.ranking import EVIDENCE_SCALE
 
-        relevance = self.cosine + EVIDENCE_SCALE * self.evidence
+        relevance = self.cosine + DEFAULT.evidence_scale * self.evidence
         out = {"engine relevance": relevance, "relevance + bm25": relevance + BM25_SCALE * self.bm25,
                "lexical evidence": self.evidence, "bm25": self.bm25}
         if self.cosine.any():
@@ -930,9 +906,8 @@ def signals(camp, labels: Labels, *, progress: bool = True) -> Signals:
     with it), by the engine's own functions: the candidate caps, floors and
     budget are left out on purpose, to see what any admission rule built on
     these signals could do."""
-    from engine.knowledge import fts, reads, retrieval
 
-    passages, embedder, db = _passages(camp), camp.workbench.embedder_or_none(), camp.knowledge.db
+    passages, embedder, db = passages_of(camp), camp.workbench.embedder_or_none(), camp.knowledge.db
     scenes = _scenes(labels)
     queries = [_query(s["scene"]) for _, s in scenes]
     if embedder is not None:
@@ -946,11 +921,11 @@ def signals(camp, labels: Labels, *, progress: bool = True) -> Signals:
         heads = reads.headings(s, camp.id, ids)
     for i, ((kind, scene), query) in enumerate(tqdm(list(zip(scenes, queries, strict=True)), desc="scoring scenes",
                                                        disable=not progress, leave=False)):
-        found = retrieval._search(db, camp.id, query, None, None, frozenset(), [])
-        lexical = _lexical_of(camp, found.words, ids, found, heads)
-        evidence[i] = [lexical[pid][0] for pid in ids]
+        found = search.find(db, camp.id, query, tuning=tuning_of(camp))
+        by_words = _lexical_of(camp, found.words, ids, found, heads)
+        evidence[i] = [by_words[pid][0] for pid in ids]
         with db.reading() as s:
-            scored = fts.search(s, camp.id, found.words, len(ids))
+            scored = lexical.search(s, camp.id, found.words, len(ids))
         for pid, score in scored:
             if pid in col:
                 bm25[i, col[pid]] = score
@@ -1013,7 +988,6 @@ def reach(sig: Signals, caps: Sequence[int] = (1, 2, 3, 5, 10), allowed: Sequenc
 def plot_ranks(table: pd.DataFrame, targets: Sequence[float] = (0.85, 0.90)):
     """Share of targeted scenes whose first relevant passage is within the
     best k, per ordering, against the hit-rate targets."""
-    import matplotlib.pyplot as plt
 
     ks = [int(c.split()[-1]) for c in table.columns if c.startswith("within ")]
     fig, ax = plt.subplots(figsize=(7, 3.4))
@@ -1032,7 +1006,6 @@ def plot_ranks(table: pd.DataFrame, targets: Sequence[float] = (0.85, 0.90)):
 
 # ---------------------------------------------------------------- plots
 def plot_windows(frame: pd.DataFrame):
-    import matplotlib.pyplot as plt
 
     summary = summarise(frame)
     windows = sorted(summary)
@@ -1054,7 +1027,6 @@ def plot_windows(frame: pd.DataFrame):
 
 
 def plot_sizes(sizes: pd.DataFrame):
-    import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 3.2))
     for key, rows in sizes.groupby("document"):
@@ -1072,10 +1044,9 @@ FUSION_FEATURES = ("second", "cosine", "evidence_ratio")
 
 def _library_matrix(camp, model: str) -> tuple[list[int], np.ndarray]:
     """(passage ids, unit second-stage vectors) of every live passage that has one."""
-    from engine.knowledge import stage_vectors
 
     db = camp.knowledge.db
-    ids = sorted(_passages(camp))
+    ids = sorted(passages_of(camp))
     with db.reading() as s:
         hashes = dict(s.execute(text_sql(ids)).all())
         vectors = stage_vectors.vectors_for(s, model, set(hashes.values()))
@@ -1094,24 +1065,18 @@ def fusion_table(camp, labels: Labels, *, scan: int = 20, progress: bool = True)
     model's score, MiniLM's cosine, lexical evidence over the scene's bar),
     its framed cost in tokens, its class, and whether it is relevant. What
     the fused model is fitted on and its constants swept on (`fusion_sweep`)."""
-    from engine.knowledge import retrieval
-    from engine.knowledge.budget import _cost
-    from engine.knowledge.classes import CLASS_WEIGHTS
-    from engine.knowledge.query import query_parts
-    from engine.knowledge.second_stage import STAGE_PARTS, evidence_feature
-    from engine.knowledge.vectors import unit
 
-    stage = _stage(camp)
+    stage = second_stage_of(camp)
     if stage is None or not stage.needs_vectors:
         return pd.DataFrame()
-    passages, db = _passages(camp), camp.knowledge.db
+    passages, db = passages_of(camp), camp.knowledge.db
     ids, matrix = _library_matrix(camp, stage.model_id)
     if len(ids) < len(passages):  # the engine scans only a complete library; so does the table
         scan = 0
     rows = []
-    for kind, scene, query, found in _first_stage(camp, labels, "fusion table", progress):
+    for kind, scene, query, found in first_stage(camp, labels, "fusion table", progress):
         parts = query_parts(query)
-        q2 = unit(stage.embedder.embed(parts[:STAGE_PARTS]))
+        q2 = unit(stage.embedder.embed(parts[:tuning_of(camp).stage_parts]))
         second = np.max(np.einsum("ij,kj->ik", matrix, q2), axis=1) if len(ids) else np.zeros(0)
         order = np.argsort(-second, kind="stable")
         scan_rank = {ids[j]: r + 1 for r, j in enumerate(order[:scan])}
@@ -1119,10 +1084,10 @@ def fusion_table(camp, labels: Labels, *, scan: int = 20, progress: bool = True)
         lex = {pid: i + 1 for i, (pid, _) in enumerate(found.lexical)}
         sem = {pid: i + 1 for i, (pid, _) in enumerate(found.sem.hits)}
         wanted = list(dict.fromkeys([*lex, *sem, *scan_rank]))
-        cosine = retrieval._first_cosines(found, wanted)
+        cosine = search.first_cosines(found, wanted)
         required = found.weights.required if found.lexical else 0.0
         with db.reading() as s:
-            loaded = retrieval._load(s, camp.id, wanted)
+            loaded = search.load_passages(s, camp.id, wanted)
         for pid in wanted:
             r = loaded[pid]
             rows.append({"kind": kind, "id": scene["id"], "passage_id": pid,
@@ -1131,7 +1096,7 @@ def fusion_table(camp, labels: Labels, *, scan: int = 20, progress: bool = True)
                          "second": second_of.get(pid), "cosine": cosine.get(pid, 0.0),
                          "evidence": found.strength.get(pid, 0.0), "required": required,
                          "evidence_ratio": evidence_feature(found.strength.get(pid, 0.0), required),
-                         "cost": _cost(r), "class": r.classification,
+                         "cost": passage_cost(r), "class": r.classification,
                          "weight": CLASS_WEIGHTS.get(r.classification, 1.0)})
     return pd.DataFrame(rows)
 
@@ -1157,7 +1122,6 @@ def fit_fusion(table: pd.DataFrame, features: Sequence[str] = FUSION_FEATURES, *
 
 def fused(table: pd.DataFrame, coefficients: dict) -> pd.Series:
     """The fused score of every candidate of `table` (the engine's formula)."""
-    from engine.knowledge.second_stage import Fusion
 
     f = Fusion(coefficients["bias"], coefficients.get("second", 0.0), coefficients.get("cosine", 0.0),
                coefficients.get("evidence_ratio", 0.0), 0.5, 0.0, 99)
@@ -1186,7 +1150,6 @@ def fusion_floors(table: pd.DataFrame, score: pd.Series, extra: Sequence[float] 
 
 def fusion_of(coefficients: dict, chosen):
     """The engine's Fusion from fitted coefficients and a sweep's chosen row."""
-    from engine.knowledge.second_stage import Fusion
 
     return Fusion(round(coefficients["bias"], 3), round(coefficients.get("second", 0.0), 3),
                   round(coefficients.get("cosine", 0.0), 3), round(coefficients.get("evidence_ratio", 0.0), 3),
@@ -1194,11 +1157,10 @@ def fusion_of(coefficients: dict, chosen):
 
 
 def _fill(costs: Sequence[int], classes: Sequence[str], knowledge_tokens: int) -> list[int]:
-    """The budget's greedy fill (engine.knowledge.budget.allot) on passages
+    """The budget's greedy fill (engine.knowledge.allotment.allot) on passages
     already in rank order: Canon first, each class under its share, a
     passage that does not fit skipped. Section headers are approximated by
     one flat cost per class opened. Indexes of what fits."""
-    from engine.knowledge.budget import CLASS_SHARE, FILL_ORDER
 
     keep, spent = [], 0
     for cls in FILL_ORDER:

@@ -164,19 +164,18 @@ def held_out(camp, labels, *, sentences: int = 2, windows_at=(4096, 16384), prog
     the evaluation's on-disk cache. About an hour the first time on a 2-core
     machine (most of it all-mpnet-base-v2 over ~2,000 passages and ~12,000
     windows), minutes after."""
-    from engine.knowledge.query import query_parts
-    from engine.knowledge.second_stage import STAGE_PARTS
+    from engine.search.query import query_parts
 
     from . import retrieval_eval as ev
 
     tuning, held = ev.split(labels)
     ev.compute_stage_vectors(camp, labels, progress=progress)
     knowledge_at = ev.knowledge_tokens(camp, windows_at)
-    passages = ev._passages(camp)
-    stage = ev._stage(camp)
+    passages = ev.passages_of(camp)
+    stage = ev.second_stage_of(camp)
     embedder = stage.embedder if isinstance(stage.embedder, ev.CachedEmbedder) else ev.CachedEmbedder(stage.embedder)
-    queries = {scene["id"]: _unit(embedder.embed(query_parts(query)[:STAGE_PARTS]))
-               for _, scene, query, _ in ev._first_stage(camp, labels, "queries", progress)}
+    queries = {scene["id"]: _unit(embedder.embed(query_parts(query)[:ev.tuning_of(camp).stage_parts]))
+               for _, scene, query, _ in ev.first_stage(camp, labels, "queries", progress)}
     spans = {pid: windows(heading, text, sentences) for pid, (_, heading, text) in passages.items()}
     tables = [window_scores(ev.fusion_table(camp, half, progress=progress), queries, spans, embedder, progress)
               for half in (tuning, held)]

@@ -24,12 +24,16 @@ LAYERS: list[tuple[str, ...]] = [
     ("engine.story",),
     ("engine.budget",),
     ("engine.providers", "engine.context", "engine.vectors"),
+    ("engine.search",),
     ("engine.settings", "engine.memory", "engine.knowledge", "engine.cards", "engine.narrative"),
     ("engine.turns", "engine.media"),
     ("engine.bundle", "engine.interop"),
     ("engine.views", "engine.campaign", "engine.workbench", "engine"),
     ("widgets", "experiments"),
 ]
+# Clients of the search layer on one floor: they share `engine.search`, never
+# each other's modules.
+SIBLINGS = (("engine.memory", "engine.knowledge"),)
 # Each of these reads one other tool's format; what they share lives beside
 # them (detect, ledger, worldinfo, transcript), never in another reader.
 READERS = ("engine.interop.aidungeon", "engine.interop.koboldai", "engine.interop.novelai",
@@ -199,6 +203,22 @@ def test_no_reader_of_another_tool_imports_another_reader(edges):
     assert crossings == []
 
 
+def sibling_imports(edges, siblings=SIBLINGS) -> list[str]:
+    out = []
+    for pair in siblings:
+        for a in pair:
+            for b in pair:
+                if a == b:
+                    continue
+                out += [f"{file}:{line}: {m} imports {t}" for m, targets in edges.items() if package_of(m) == a
+                        for t, line, file in targets if package_of(t) == b]
+    return sorted(out)
+
+
+def test_memory_and_knowledge_share_the_search_layer_not_each_other(edges):
+    assert sibling_imports(edges) == []
+
+
 def test_no_migration_imports_live_engine_code(edges):
     """A migration may use the store's own modules and its frozen copies, nothing above."""
     live = [f"{file}:{line}: {m} imports {t}" for m, targets in edges.items() if m.startswith("engine.store")
@@ -226,7 +246,7 @@ def bad_tree(tmp_path):
 
 def test_the_control_flags_an_upward_import_inside_a_function(bad_tree):
     found = upward_imports(graph(bad_tree, ("engine",)))
-    assert found == ["engine/store/models.py:2: engine.store.models (layer 1) imports engine.turns.record (layer 6)"]
+    assert found == ["engine/store/models.py:2: engine.store.models (layer 1) imports engine.turns.record (layer 7)"]
 
 
 def test_the_control_flags_the_cycle_it_makes(bad_tree):
@@ -238,3 +258,15 @@ def test_the_control_flags_the_cycle_it_makes(bad_tree):
 def test_the_control_sets_type_checking_imports_aside(bad_tree):
     edges = graph(bad_tree, ("engine",))
     assert edges["engine.story.tree"] == []
+
+
+def test_the_control_flags_siblings_reaching_into_each_other(tmp_path):
+    pkg = tmp_path / "engine"
+    for name, body in {"__init__.py": "", "search/__init__.py": "", "search/stopwords.py": "WORDS = ()\n",
+                       "memory/__init__.py": "", "knowledge/__init__.py": "", "knowledge/stopwords.py": "WORDS = ()\n",
+                       "memory/guard.py": "from ..search.stopwords import WORDS\nfrom ..knowledge.stopwords import WORDS\n"
+                       }.items():
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text(body)
+    found = sibling_imports(graph(tmp_path, ("engine",)))
+    assert found == ["engine/memory/guard.py:2: engine.memory.guard imports engine.knowledge.stopwords"]

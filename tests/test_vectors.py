@@ -8,9 +8,9 @@ import pytest
 from narrators import BagOfWordsEmbedder, ScriptedNarrator
 
 from engine import Workbench, vectors
-from engine.knowledge import vectors as passage_vectors
 from engine.memory import recall
 from engine.memory import vectors as memory_vectors
+from engine.search import vectors as passage_vectors
 from engine.store import CampaignRow
 from engine.store.memory_tables import MemoryRow
 from engine.story import StoryTree

@@ -12,7 +12,7 @@ import threading
 import ipywidgets as w
 
 from engine import Campaign, html
-from engine.knowledge.classes import CLASS_LABELS, CLASSES
+from engine.search.classes import CLASS_LABELS, CLASSES
 
 from .common import Confirm, Message, attempt, table_html
 from .runner import Runner, describe_error

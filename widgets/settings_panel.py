@@ -101,6 +101,7 @@ class SettingsPanel(w.VBox):
         s = self.workbench.settings
         for name, control in self.controls.items():
             control.value = getattr(s, name)
+        self._budget_shown = s.context_budget
         self._show_relevant()
 
     def _chosen(self):
@@ -116,13 +117,26 @@ class SettingsPanel(w.VBox):
         chosen = self._chosen()
         for name, control in self.controls.items():
             control.layout.display = "" if chosen.applies(name) else "none"
+        self._follow_budget(chosen)
         self.note.value = _budget_note(chosen, self.workbench.settings)
+
+    def _follow_budget(self, chosen) -> None:
+        """While nobody has set a story budget, the field shows the one the
+        narrator picked in the list would get (its own window), not the saved
+        narrator's; a number the reader typed stays."""
+        control = self.controls.get("context_budget")
+        if control is None or not self.workbench.settings.follows("context_budget"):
+            return
+        if control.value == getattr(self, "_budget_shown", control.value):
+            control.value = self._budget_shown = chosen.context_budget
 
     def changes(self) -> dict:
         """What the reader changed, among the fields the chosen narrator and embedder use."""
         s, chosen = self.workbench.settings, self._chosen()
         wanted = {name: (c.value.strip() if isinstance(c.value, str) else c.value)
                   for name, c in self.controls.items() if chosen.applies(name)}
+        if s.follows("context_budget") and wanted.get("context_budget") == chosen.context_budget:
+            wanted.pop("context_budget")  # the budget shown is the one it follows: it keeps following
         return {k: v for k, v in wanted.items() if v != getattr(s, k)}
 
     def save(self) -> None:

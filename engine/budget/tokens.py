@@ -70,7 +70,7 @@ def newest_first(texts: Sequence[str], n: int, sep: str = "\n\n") -> str:
 
     Newest first because whoever reads the query reads its start: the
     embedded MiniLM embeds the first 256 word pieces (about 190 words) of a
-    text, and the lexical path keeps a query's first terms (`fts.MAX_TERMS`).
+    text, and the lexical path keeps a query's first terms (the search tuning's `max_terms`).
     In played order a full 600-token query was searched by its oldest story
     and never by the reader's own input (the retrieval evaluation then: 1 of 72 scenes found their
     passage after three turns of other story)."""

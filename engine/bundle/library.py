@@ -12,8 +12,8 @@ from typing import Any
 
 from ..knowledge import intake
 from ..knowledge.chunking import digest
-from ..knowledge.classes import CANON, NORMAL, VISIBILITIES
 from ..knowledge.refusals import KnowledgeRefused
+from ..search.classes import CANON, NORMAL, VISIBILITIES
 from .errors import BundleRefused
 from .fields import MISSING, flag, moment, string
 from .plan import CardPlan, KnowledgePlan, Notes

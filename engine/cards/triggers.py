@@ -97,7 +97,7 @@ class Fired:
         records.Retrieved`), so it is ranked and priced with the library's
         passages under one budget. Ids are negative: a card is not a passage
         and must never be mistaken for one."""
-        from ..knowledge.records import Retrieved
+        from ..search.results import Retrieved
 
         n = tokens.count(self.text)
         return Retrieved(passage_id=-self.card_id, source_id=-self.card_id, title=self.title,

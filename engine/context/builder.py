@@ -29,7 +29,7 @@ from .report import Report
 
 __all__ = [
     "Brief", "Inputs", "Knowledge", "Built", "build", "ContextOverflow", "render_line", "safety_reserve",
-    "SEPARATOR", "AUTHORS_NOTE_DEPTH", "STORY_SECTION_SLOTS", "KNOWLEDGE_SHARE",
+    "SEPARATOR", "AUTHORS_NOTE_DEPTH", "STORY_SECTION_SLOTS",
 ]
 
 SEPARATOR = "\n\n"
@@ -47,22 +47,9 @@ STORY_SECTION_SLOTS = 12
 RESTATE_INPUT = True
 RESTATED_OPENING = "[Now:"
 
-# Memories and the summary together take at most this share of the room left
-# after the protected sections, the summary at most SUMMARY_SHARE of that.
-# Uncapped, at a 2,048 budget five memories (~350 tokens) and the summary
-# (~330) left the history 17 tokens: the narrator saw no story. Chosen on the
-# tuning half of the recall evaluation (experiments/recall_eval.py, `caps`;
-# 21 probes of three 80-turn banks): at 2,048, shares 0.4 / 0.5 / 0.6 / none
-# brought 100 / 100 / 95 / 86 % of the facts into the prompt with a median
-# 488 / 384 / 278 / 90 history tokens; at 4,096 all reached 100 %. The
-# smallest share of the grid that lost nothing, for the most story.
-LIVE_SHARE = 0.4
-# Not varied: the summary is the same whatever the reader asks, the memories
-# are recalled for the input, so the memories get the larger part.
-SUMMARY_SHARE = 0.4
-# Knowledge spends at most this share of what remains after the protected
-# context, before history is sized: what knowledge spends, history does not get.
-KNOWLEDGE_SHARE = 0.33
+# Memories and the summary together take at most the search tuning's
+# `memory_share` of the room left after the protected sections, the summary at
+# most `summary_share` of that (engine.search.Tuning, with the measurement).
 # First history read; doubled until the budget is covered or the story ends.
 FIRST_FETCH = 64
 # trim_block counts rows the size of one reply, i.e. turns; a turn here is two
@@ -171,19 +158,19 @@ def _memory_line(memory: dict) -> str:
     return ("- [inferred] " if memory.get("authority") == "heuristic" else "- ") + memory["text"]
 
 
-def _live_sections(inputs: Inputs, room: int) -> tuple[list[tuple[str, str, str]], list[dict]]:
+def _live_sections(inputs: Inputs, room: int, tuning) -> tuple[list[tuple[str, str, str]], list[dict]]:
     """The summary, then memories by similarity, within their share of `room`.
 
     They are priced before history like the protected sections, but they are
     not protected: a model that ignores the word limits must not make the
     campaign unplayable, so what does not fit is dropped and recorded. Together
-    they take at most LIVE_SHARE of the room (the summary at most SUMMARY_SHARE
+    they take at most `tuning.memory_share` of the room (the summary at most `summary_share`
     of that, cut at a sentence end), so the story itself keeps the rest."""
     out, dropped = [], []
-    room = int(room * LIVE_SHARE)
+    room = int(room * tuning.memory_share)
     summary = inputs.summary.strip()
     if summary:
-        text = _within(f"Story summary:\n{summary}", int(room * SUMMARY_SHARE) - 1)
+        text = _within(f"Story summary:\n{summary}", int(room * tuning.summary_share) - 1)
         if text:
             out.append(("story_summary", text, "the summary valid at this point"
                         + ("" if text.endswith(summary) else ", cut to its share of the budget")))
@@ -341,12 +328,14 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
     protected = reserved + transport + output + safety
     if protected >= room:
         raise _overflow(protected, reserved, transport, output, safety, budget, configured, ratio)
-    live, live_dropped = _live_sections(inputs, room - protected)
+    live, live_dropped = _live_sections(inputs, room - protected, settings.tuning)
     reserved += _cost(live)
     available = room - protected - _cost(live)
     knowledge_sections, knowledge_report = [], {}
     if inputs.knowledge is not None:
-        picked, knowledge_report = inputs.knowledge.select(int(available * KNOWLEDGE_SHARE))
+        # knowledge spends at most its share (the search tuning's) of what
+        # remains after the protected context, before history is sized
+        picked, knowledge_report = inputs.knowledge.select_share(available)
         knowledge_sections = [(label, text, "retrieved: relevant to the recent story") for label, text in picked]
     knowledge_spent = sum(tokens.count(t) + tokens.count(SEPARATOR) for _, t, _ in knowledge_sections)
     history_budget = max(0, available - knowledge_spent)

@@ -24,11 +24,14 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from tqdm.auto import tqdm
 
 from ..budget import tokens
+from ..search.lexical import index_line
 
 __all__ = [
     "CHUNKING_VERSION",
@@ -107,13 +110,6 @@ def normalize(text: str) -> str:
 def digest(text: str) -> str:
     """SHA-256 of the normalised text: a source's content identity."""
     return hashlib.sha256(normalize(text).encode("utf-8")).hexdigest()
-
-
-def index_line(heading: str, text: str) -> str:
-    """Heading trail, newline, body: the one string that is indexed, embedded
-    and calibrated. Headings are often the only place a name appears ("The Old
-    Abbey" as a heading over prose that says "the abbey")."""
-    return f"{heading}\n{text}" if heading else text
 
 
 def _passage_hash(heading: str, body: str) -> str:
@@ -206,17 +202,32 @@ def _blocks(text: str, markdown: bool) -> list[_Block]:
 
 
 # ------------------------------------------------------------ long blocks
+class _Ceilings(NamedTuple):
+    target: int
+    hard: int
+
+
+# The ceilings of the chunk() call in progress: the shipped ones unless a
+# measurement asks chunk() for others (a context variable, so a call in
+# another thread never sees them, and no constant is ever changed).
+_CEILINGS: ContextVar[_Ceilings] = ContextVar("chunk_ceilings", default=_Ceilings(TARGET_MAX, HARD_MAX))  # noqa: B039 - a NamedTuple cannot change
+
+
+def _ceiling() -> _Ceilings:
+    return _CEILINGS.get()
+
+
 def _slices(word: str) -> list[str]:
     """Cut one enormous 'word' (base64, unsegmented script) into pieces that
-    each fit HARD_MAX. The slice length starts from the word's own
+    each fit _ceiling().hard. The slice length starts from the word's own
     characters-per-token and shrinks until it fits, so CJK text (several
     tokens per character) is safe as well as 'xxxx...' (many characters per
     token)."""
     per_token = max(len(word) / max(tokens.count(word), 1), 0.25)
     out, start = [], 0
     while start < len(word):
-        size = max(1, int(HARD_MAX * per_token * 0.95))
-        while size > 1 and tokens.count(word[start:start + size]) > HARD_MAX:
+        size = max(1, int(_ceiling().hard * per_token * 0.95))
+        while size > 1 and tokens.count(word[start:start + size]) > _ceiling().hard:
             size = max(1, int(size * 0.8))
         out.append(word[start:start + size])
         start += size
@@ -224,19 +235,19 @@ def _slices(word: str) -> list[str]:
 
 
 def _word_runs(sentence: str) -> list[str]:
-    """A sentence over HARD_MAX as runs of whole words, each within HARD_MAX."""
+    """A sentence over _ceiling().hard as runs of whole words, each within _ceiling().hard."""
     runs: list[str] = []
     run: list[str] = []
     size = 0
     for word in sentence.split():
         cost = tokens.count(word + " ")
-        if cost > HARD_MAX:
+        if cost > _ceiling().hard:
             if run:
                 runs.append(" ".join(run))
                 run, size = [], 0
             runs.extend(_slices(word))
             continue
-        if run and size + cost > HARD_MAX:
+        if run and size + cost > _ceiling().hard:
             runs.append(" ".join(run))
             run, size = [], 0
         run.append(word)
@@ -260,7 +271,7 @@ def _units(block: _Block) -> tuple[list[str], str]:
     for part in parts:
         if not part.strip() and joiner == " ":
             continue
-        units.extend([part] if tokens.count(part) <= HARD_MAX else _word_runs(part))
+        units.extend([part] if tokens.count(part) <= _ceiling().hard else _word_runs(part))
     return units, joiner
 
 
@@ -271,7 +282,7 @@ def _table_head(block: _Block) -> str:
     for i, line in enumerate(lines[:8]):
         if _TABLE_RULE.match(line):
             head = "\n".join(lines[: i + 1])
-            return head if tokens.count(head) <= HARD_MAX // 2 else ""
+            return head if tokens.count(head) <= _ceiling().hard // 2 else ""
     return ""
 
 
@@ -286,7 +297,7 @@ def _split_long(block: _Block) -> list[_Block]:
     start = len(buffer)
     for unit in units:
         cost = tokens.count(unit) + 1  # +1: the joiner, counted generously
-        if len(buffer) > start and size + cost > HARD_MAX:
+        if len(buffer) > start and size + cost > _ceiling().hard:
             pieces.append(_piece(block, joiner.join(buffer)))
             buffer = [head] if head else []
             size = tokens.count(head) + 1 if head else 0
@@ -362,12 +373,12 @@ def _pack(blocks: Iterable[_Block]) -> list[_Group]:
     groups: list[_Group] = []
     group: _Group | None = None
     for block in blocks:
-        for piece in _split_long(block) if block.tokens > HARD_MAX else [block]:
+        for piece in _split_long(block) if block.tokens > _ceiling().hard else [block]:
             cost = piece.tokens + tokens.count(_JOIN)
             if group is not None:
                 changed = piece.trail != group.last
                 extra = _crossing_cost(group, piece.trail) if changed else 0
-                if group.tokens + extra + cost > TARGET_MAX or (changed and group.tokens >= MIN_TOKENS):
+                if group.tokens + extra + cost > _ceiling().target or (changed and group.tokens >= MIN_TOKENS):
                     groups.append(group)
                     group = None
             if group is None:
@@ -390,7 +401,7 @@ def _absorb_trailing(groups: list[_Group]) -> list[_Group]:
     changed = last.first != prev.last
     # A mixed last group already starts with its own heading line.
     extra = _crossing_cost(prev, last.first, write_trail=not last.mixed) if changed else 0
-    if prev.tokens + extra + last.tokens > TARGET_MAX:
+    if prev.tokens + extra + last.tokens > _ceiling().target:
         return groups
     if changed:
         _cross(prev, last.first, write_trail=not last.mixed)
@@ -401,13 +412,25 @@ def _absorb_trailing(groups: list[_Group]) -> list[_Group]:
     return groups[:-1]
 
 
-def chunk(text: str, markdown: bool = True, *, progress: bool = False) -> list[Chunk]:
+def chunk(text: str, markdown: bool = True, *, progress: bool = False, target_max: int | None = None,
+          hard_max: int | None = None) -> list[Chunk]:
     """The passages of `text` (normalised first). Plain text (`markdown=False`)
     uses the same packing with no headings or fences: '#' is just a character.
-    `progress` shows a bar for a large file (a 16 MB one takes several seconds)."""
+    `progress` shows a bar for a large file (a 16 MB one takes several seconds).
+    `target_max` and `hard_max` measure other ceilings (research only: a
+    library's passages must all come from the shipped ones)."""
     normal = normalize(text)
     if not normal:
         return []
+    ceilings = _Ceilings(target_max or TARGET_MAX, hard_max or HARD_MAX)
+    reset = _CEILINGS.set(ceilings)
+    try:
+        return _chunk(normal, markdown, progress)
+    finally:
+        _CEILINGS.reset(reset)
+
+
+def _chunk(normal: str, markdown: bool, progress: bool) -> list[Chunk]:
     out: list[Chunk] = []
     blocks = _blocks(normal, markdown)
     shown = tqdm(blocks, desc="chunking", unit="block", leave=False,

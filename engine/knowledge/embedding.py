@@ -12,16 +12,16 @@ querying with, so two models are never mixed in one ranking.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from sqlalchemy import delete, func, select, update
 from tqdm.auto import tqdm
 
+from ..search.lexical import index_line
+from ..search.results import EmbeddingPass
+from ..search.vectors import pack
 from ..store import Database
 from ..store.knowledge_tables import KnowledgeEmbeddingRow, KnowledgePassageRow, KnowledgeSourceRow
 from ..store.models import utcnow
-from .chunking import CHUNKING_VERSION, index_line
-from .vectors import pack
+from .chunking import CHUNKING_VERSION
 
 __all__ = ["BATCH", "MAX_PER_PASS", "EmbeddingPass", "catch_up", "clear_vectors", "pending_count"]
 
@@ -32,26 +32,6 @@ BATCH = 32
 # does not hold a turn's derived work open; the next pass continues.
 MAX_PER_PASS = 512
 _DETAIL_LIMIT = 2000
-
-
-@dataclass(frozen=True)
-class EmbeddingPass:
-    """What one pass did: vectors written, still pending, and why it stopped early."""
-
-    model: str
-    embedded: int
-    remaining: int
-    error: str = ""
-
-    @property
-    def words(self) -> str:
-        if self.error:
-            return (f"Embedding with {self.model or 'the embedder'} failed after {self.embedded} passage(s): "
-                    f"{self.error.rstrip('.')}. "
-                    f"{self.remaining} remain pending; lexical search is unaffected.")
-        if self.remaining:
-            return f"Embedded {self.embedded} passage(s) with {self.model}; {self.remaining} remain pending."
-        return f"Embedded {self.embedded} passage(s) with {self.model}; none pending."
 
 
 def _pending_query(campaign_id: int, model: str):

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from .classes import CANON, INSPIRATION, REFERENCE
-from .records import Retrieved
+from ..search.classes import CANON, INSPIRATION, REFERENCE
+from ..search.results import Retrieved
 
 __all__ = [
     "ALWAYS_HEADER",

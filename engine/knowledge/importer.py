@@ -12,10 +12,10 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 from tqdm.auto import tqdm
 
+from ..search.classes import CANON, CLASS_LABELS
 from ..store.knowledge_tables import KnowledgeEmbeddingRow, KnowledgePassageRow, KnowledgeSourceRow
 from ..store.models import utcnow
 from .chunking import CHUNKING_VERSION, PARSER_VERSION, chunk, digest
-from .classes import CANON, CLASS_LABELS
 from .intake import (
     MAX_PASSAGES_PER_SOURCE,
     MAX_SOURCES_PER_CAMPAIGN,

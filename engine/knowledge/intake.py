@@ -11,7 +11,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from .classes import CLASS_LABELS, CLASSES, VISIBILITIES
+from ..search.classes import CLASS_LABELS, CLASSES, VISIBILITIES
 from .refusals import KnowledgeRefused
 
 __all__ = [

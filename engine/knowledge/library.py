@@ -17,20 +17,22 @@ from sqlalchemy import func, select
 
 from .. import html
 from ..errors import NotFound
+from ..search import stage_vectors
+from ..search.calibration import calibrated_models, floor_for, uncalibrated_note
+from ..search.classes import CANON, CLASS_LABELS
+from ..search.results import EmbeddingPass
+from ..search.second_stage import fusion_for, stage_for, uncalibrated_stage_note
+from ..search.stage_vectors import StagePass
+from ..search.tuning import DEFAULT, Tuning
 from ..store import CampaignRow, Database
 from ..store.knowledge_tables import KnowledgeEmbeddingRow, KnowledgePassageRow, KnowledgeSourceRow
 from ..store.models import utcnow
-from . import stage_vectors
-from .calibration import calibrated_models, floor_for, uncalibrated_note
 from .chunking import CHUNKING_VERSION
-from .classes import CANON, CLASS_LABELS
-from .embedding import EmbeddingPass, catch_up, clear_vectors, pending_count
+from .embedding import catch_up, clear_vectors, pending_count
 from .importer import add_source, build_passages
 from .intake import MAX_SOURCE_BYTES, check_class, refuse_size, safe_filename
 from .refusals import KnowledgeRefused
 from .retrieval import Selection, retrieve
-from .second_stage import fusion_for, stage_for, uncalibrated_stage_note
-from .stage_vectors import StagePass
 
 __all__ = ["EMBED_AT_IMPORT", "Library", "Status"]
 
@@ -306,11 +308,18 @@ class Library:
 
     # ------------------------------------------------------------ retrieval
     def retrieve(self, query_text: str, *, budget_tokens: int, context_tokens: int | None = None,
-                 exclude: Collection[int] = (), standing: Iterable[str] = ()) -> Selection:
-        """What a turn with this scene would be given (a dry run: writes nothing)."""
+                 exclude: Collection[int] = (), standing: Iterable[str] = (), tuning: Tuning | None = None
+                 ) -> Selection:
+        """What a turn with this scene would be given (a dry run: writes
+        nothing), with the settings' search tuning unless `tuning` is given."""
         return retrieve(self.db, self.campaign_id, query_text, embedder=self.embedder, budget_tokens=budget_tokens,
                         context_tokens=context_tokens, exclude=exclude, standing=standing,
-                        second_stage=self.second_stage)
+                        second_stage=self.second_stage, tuning=tuning or self.tuning)
+
+    @property
+    def tuning(self) -> Tuning:
+        """The search tuning the settings hold (the defaults without settings)."""
+        return getattr(self._settings(), "tuning", DEFAULT) if self._settings is not None else DEFAULT
 
     # ------------------------------------------------------------ status
     def status(self) -> Status:

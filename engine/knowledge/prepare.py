@@ -24,13 +24,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..search import stage_vectors
+from ..search.calibration import floor_for
+from ..search.query import query_parts, scene_query
+from ..search.reads import has_sources
+from ..search.second_stage import fusion_for, stage_for
+from ..search.tuning import DEFAULT
 from ..store import Database
 from ..vectors import QUERIES
-from . import stage_vectors
-from .calibration import floor_for
-from .query import query_parts, scene_query
-from .reads import has_sources
-from .second_stage import STAGE_PARTS, fusion_for, stage_for
 
 __all__ = ["PLACEHOLDER", "Prepared", "last_prepared", "next_parts", "prepare_query", "start_prepare",
            "wait_prepared"]
@@ -84,6 +85,7 @@ def prepare_query(db: Database, campaign_id: int, story: Sequence[str], names: S
         out.note = "No embedder is configured."
         return out
     out.first_model = embedder.model_id
+    tuning = getattr(settings, "tuning", DEFAULT)
     stage = stage_for(settings, embedder.model_id)
     with db.reading() as s:
         if not has_sources(s, campaign_id):
@@ -92,18 +94,18 @@ def prepare_query(db: Database, campaign_id: int, story: Sequence[str], names: S
         staged = stage is not None and getattr(stage, "needs_vectors", False)
         if staged:
             fused = fusion_for(embedder.model_id, stage.model_id)
-            staged = (fused.floor if fused else floor_for(stage.model_id)) is not None
+            staged = (fused.floor if fused else floor_for(stage.model_id, tuning)) is not None
         if staged:  # a turn embeds its second-stage query only once every candidate has its vector
             done, total = stage_vectors.coverage(s, campaign_id, stage.model_id)
             staged = bool(total) and done >= total
     parts = next_parts(story, names)
     out.parts = len(parts)
-    if parts and floor_for(embedder.model_id) is not None:
+    if parts and floor_for(embedder.model_id, tuning) is not None:
         out.first = _embed(embedder, parts)
     if parts and staged:
         out.second_model = stage.model_id
         # the player's line will be the first part, so the stage reads one fewer of these
-        out.second = _embed(stage.embedder, parts[:STAGE_PARTS - 1])
+        out.second = _embed(stage.embedder, parts[:tuning.stage_parts - 1])
     out.ms = round((time.perf_counter() - started) * 1000, 1)
     return out
 

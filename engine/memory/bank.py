@@ -20,7 +20,7 @@ from ..store.narrative_tables import StateEventRow
 from ..story import StoryTree
 from ..story.lineage import Path
 from .authority import classify_authority
-from .guard import check, extractive, state_facts
+from .guard import READER_LINES, check, extractive, state_facts
 from .prompts import MEMORY_MAX_WORDS, MEMORY_SYSTEM, cast_brief, clip_words, memory_request
 from .vectors import CACHE, KIND, pack
 
@@ -134,13 +134,16 @@ def generate(narrator, system: str, request: str, max_tokens: int, task: str) ->
     return "".join(c.text for c in chunks if isinstance(c, Text)).strip()
 
 
-def guarded(raw: str, block: Block, *, guard: bool = True, log: list | None = None) -> str:
+def guarded(raw: str, block: Block, *, guard: bool = True, log: list | None = None,
+            reader_lines: int = READER_LINES) -> str:
     """The memory that is kept for `block`: the model's, when the guard lets it
-    stand, else the block's own most informative sentences (`guard.extractive`)."""
+    stand, else the block's own most informative sentences (`guard.extractive`,
+    keeping `reader_lines` of the reader's own lines first)."""
     texts = [t for _, _, t in block.nodes]
     verdict = check(raw, texts, block.protagonist, block.facts)
     text = raw if verdict.ok or not guard else clip_words(
-        extractive(texts, MEMORY_MAX_WORDS, block.protagonist, block.corpus, block.facts), MEMORY_MAX_WORDS)
+        extractive(texts, MEMORY_MAX_WORDS, block.protagonist, block.corpus, block.facts, reader_lines),
+        MEMORY_MAX_WORDS)
     if log is not None:
         log.append({"start": block.start, "end": block.end[1], "raw": raw, "kept": text, "accepted": verdict.ok,
                     "reason": verdict.reason, "required": list(verdict.required), "kept_items": list(verdict.kept)})

@@ -4,8 +4,8 @@ story's facts, or the story's own sentences are kept instead.
 A 135M narrator wrote memories like "I am the protagonist, I travel on (7)."
 and "The story excerpt is a continuation of the cast list…": fluent, and
 holding none of the names, places and numbers the block stated, so a fact
-planted at turn 10 was gone from every later prompt (issue 30: 0 of 12
-planted facts recalled after 200 turns). The model's text is accepted only
+planted at turn 10 was gone from every later prompt (the recall evaluation's
+first run: 0 of 12 planted facts recalled after 200 turns). The model's text is accepted only
 when it keeps the block's salient items (names, numbers, quoted words), is
 not narrated as "I" and does not talk about the prompt; otherwise the memory
 is extractive: the block's most informative sentences (by the rarity of their
@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..knowledge.stopwords import STOP_WORDS
 from ..narrative.prose import first_person
+from ..search.stopwords import STOP_WORDS
 
 __all__ = ["GROUNDED_SHARE", "KEEP_SHARE", "READER_LINES", "REQUIRED_ITEMS", "terms", "Verdict", "check", "extractive", "fact_kept",
            "salient", "sentences", "state_facts", "third_person", "META_PHRASES"]
@@ -219,7 +219,7 @@ _CLAUSE = re.compile(r"(?<=[,;:])\s+|\s+(?=—)")
 
 
 def extractive(texts: Sequence[str], max_words: int, name: str = "", corpus: Sequence[str] = (),
-               facts: Sequence[str] = ()) -> str:
+               facts: Sequence[str] = (), reader_lines: int = READER_LINES) -> str:
     """`facts` (the narrator's recorded state, `state_facts`) first, each as a
     sentence, then the most informative of `texts`' sentences, in story order,
     within what is left of `max_words`. A sentence's weight is its names, numbers and quoted phrases
@@ -232,7 +232,7 @@ def extractive(texts: Sequence[str], max_words: int, name: str = "", corpus: Seq
     lead = " ".join(stated)
     if lead and len(lead.split()) >= max_words:
         return " ".join(lead.split()[:max_words])
-    rest = _extractive(texts, max_words - len(lead.split()), name, corpus) if texts else ""
+    rest = _extractive(texts, max_words - len(lead.split()), name, corpus, reader_lines) if texts else ""
     return " ".join(part for part in (lead, rest) if part)
 
 
@@ -241,7 +241,7 @@ def _capitalised(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _extractive(texts: Sequence[str], max_words: int, name: str, corpus: Sequence[str]) -> str:
+def _extractive(texts: Sequence[str], max_words: int, name: str, corpus: Sequence[str], reader_lines: int) -> str:
     # Each sentence once: a summary's sources are memories, and the extractive ones repeat the story's
     # lines (the release run's summary held one sentence five times).
     tagged, seen = [], set()
@@ -270,7 +270,7 @@ def _extractive(texts: Sequence[str], max_words: int, name: str, corpus: Sequenc
     room = max_words
     # The reader's most informative line: the most rare words in all (a mean would prefer "I read the log"
     # to "I hide the brass key under the ninth stair of the lighthouse" for its one common word).
-    first = set(sorted(said, key=lambda i: -information(candidates[i]))[:READER_LINES])
+    first = set(sorted(said, key=lambda i: -information(candidates[i]))[:reader_lines])
     for i in sorted(range(len(candidates)), key=lambda i: (i not in first, -weight(candidates[i]))):
         named = i in first or weight(candidates[i]) >= 3.0
         fits = len(candidates[i].split()) <= room

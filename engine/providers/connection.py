@@ -30,6 +30,19 @@ class ConnectionReport:
     detail: str = ""
 
     @property
+    def window_words(self) -> str:
+        """The window found and how sure it is, or why none was found."""
+        w = self.window or {}
+        if w.get("tokens"):
+            how = "verified" if w.get("verified") else "not verified"
+            return f"{w['tokens']:,} tokens ({w.get('source') or 'source unknown'}; {how})"
+        why = w.get("detail") or (self.detail if not self.reachable else "") or "the server did not say how big it is"
+        if not self.reachable and not w:
+            why = f"the narrator was not reached ({self.detail.rstrip('.')})" if self.detail else \
+                "the narrator was not reached"
+        return f"none found: {why}"
+
+    @property
     def ok(self) -> bool:
         return self.reachable and self.model_found is not False
 
@@ -38,8 +51,7 @@ class ConnectionReport:
             ("narrator", self.narrator), ("endpoint", self.endpoint or "(embedded)"), ("model", self.model),
             ("reachable", "yes" if self.reachable else "no"),
             ("models offered", ", ".join(self.models) or "-"),
-            ("window", (f"{self.window.get('tokens') or 'unknown'} tokens ({self.window.get('source')}; "
-                        f"{'verified' if self.window.get('verified') else 'not verified'})")),
+            ("window", self.window_words),
             ("how", self.window.get("detail", "")), ("budget", f"{self.budget:,} tokens"),
             ("estimate correction", self.window.get("ratio_detail") or "-"),
         ]

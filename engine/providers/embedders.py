@@ -32,7 +32,7 @@ MPNET_ID = "sentence-transformers/all-mpnet-base-v2"
 # cover the whole batch on a CPU box: 32 passages of ~800 tokens fit.
 BATCH = 32
 EMBED_TIMEOUT = 60.0
-# Up to this many texts (a query's parts: at most knowledge.query.QUERY_PARTS,
+# Up to this many texts (a query's parts: at most engine.search.query.QUERY_PARTS,
 # 8) a local model embeds in groups of alike length (`length_groups`), not in
 # one batch. One batch pads every text to its longest: the padding is masked
 # out of the vectors (the same to ~1e-7) but not out of the work, so a

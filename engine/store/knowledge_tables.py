@@ -150,7 +150,7 @@ _STAGE_VECTORS = (
 
 
 def migrate_stage_vectors(db: Connection) -> None:
-    """Second-stage passage vectors (engine.knowledge.stage_vectors), keyed by
+    """Second-stage passage vectors (engine.search.stage_vectors), keyed by
     model and passage content hash rather than by passage row: every campaign
     of the file whose source yields the same passage (same heading trail and
     text) shares one vector, and a reindex that gives a passage back unchanged

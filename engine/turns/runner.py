@@ -19,7 +19,6 @@ from .. import cards, context, knowledge, memory, narrative
 from ..budget.ratios import classify_usage
 from ..errors import NarratorError, NotAllowed, TurnCancelled, TurnFailed
 from ..memory.derived import status as derived_status
-from ..memory.recall import RECALL_NODES
 from ..providers import Narrator, Prompt, Reasoning, Status, Text, Usage
 from ..providers.window import Window, effective_budget
 from ..settings import Settings
@@ -113,8 +112,10 @@ def brief_of(campaign: CampaignRow) -> context.Brief:
     )
 
 
-# The newest story texts a turn reads once, for memory recall, story cards and the knowledge query.
-RECENT_TEXTS = max(RECALL_NODES, knowledge.QUERY_STORY_TEXTS, cards.SCAN_DEPTH)
+def recent_texts(settings: Settings) -> int:
+    """The newest story texts a turn reads once, for memory recall, story
+    cards and the knowledge query."""
+    return max(settings.tuning.recall_nodes, knowledge.QUERY_STORY_TEXTS, cards.SCAN_DEPTH)
 
 
 def _knowledge(session, db: Database, campaign: CampaignRow, settings: Settings, window: Window,
@@ -131,7 +132,8 @@ def _knowledge(session, db: Database, campaign: CampaignRow, settings: Settings,
     return knowledge.retrieve(db, campaign.id, knowledge.scene_query(story, [n for n in names if n]),
                               embedder=embedder, budget_tokens=budget, context_tokens=budget, standing=names,
                               lore=[f.to_retrieved() for f in fired], lore_facts=[f.record() for f in fired],
-                              second_stage=knowledge.stage_for(settings, getattr(embedder, "model_id", None)))
+                              second_stage=knowledge.stage_for(settings, getattr(embedder, "model_id", None)),
+                              tuning=settings.tuning)
 
 
 def _gather(session, campaign_id: int, path, settings: Settings, embedder, pending: str,
@@ -139,7 +141,8 @@ def _gather(session, campaign_id: int, path, settings: Settings, embedder, pendi
     """Memories, summary and derived status for the builder: read-only."""
     remembered = memory.Recall()
     if settings.memory_enabled:
-        remembered = memory.recall(session, campaign_id, path, embedder, settings.memory_top_k, pending, recent)
+        remembered = memory.recall(session, campaign_id, path, embedder, settings.memory_top_k, pending, recent,
+                                   tuning=settings.tuning)
     summary = memory.current(session, path)
     fields = {
         "memories": remembered.used, "memory_report": remembered.report,
@@ -176,7 +179,7 @@ def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settin
         path = tree.path(end)
         before = tree.node_at(end, path) if end >= 0 else None
         state = dict((extended or before).state_after or {}) if (extended or before) is not None else {}
-        recent = memory.bank.recent_story(session, path, RECENT_TEXTS)
+        recent = memory.bank.recent_story(session, path, recent_texts(settings))
         gathered, memory_ids = _gather(session, campaign_id, path, settings, embedder, text, recent)
         protocol = {"state_text": narrative.render_state(state), "emit_rule": narrative.emit_rule(window.tokens),
                     "reminder": narrative.EMIT_REMINDER} if settings.state_protocol else {}

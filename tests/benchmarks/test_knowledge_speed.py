@@ -6,14 +6,17 @@ vector in < 20 ms; a turn's retrieval with the default second stage over
 4,000 passages, query embedding by the real models included, in <= 150 ms
 on an idle machine. `make test` runs each once (--benchmark-disable).
 """
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from engine.context import tokens
 from engine.knowledge import Library, retrieve, scene_query
 from engine.knowledge.intake import MAX_SOURCE_BYTES
-from engine.knowledge.query import query_parts
 from engine.providers.embedders import MINILM_ID
+from engine.search import DEFAULT
+from engine.search.query import query_parts
 from engine.store import CampaignRow, Database
 from engine.vectors import CACHE
 
@@ -240,9 +243,10 @@ def _second_stage_setup(big_library, monkeypatch):
     """The library's second-stage vectors (stand-ins of the real shape, made
     instantly), the default stage (the real all-mpnet-base-v2), and the real
     MiniLM for the query, both loaded and warm: loading is not a turn's cost."""
-    from engine.knowledge import calibration, stage_for, stage_vectors
-    from engine.knowledge.calibration import calibration_key
+    from engine.knowledge import stage_for
     from engine.providers.embedders import MPNET_ID, MiniLMEmbedder, MPNetEmbedder
+    from engine.search import calibration, stage_vectors
+    from engine.search.calibration import calibration_key
     from engine.settings import Settings
 
     db, campaign, _, _, total = big_library
@@ -282,7 +286,7 @@ def test_retrieval_with_the_second_stage_over_4000_passages(benchmark, big_libra
     import time
 
     from engine.knowledge import prepare_query
-    from engine.knowledge.second_stage import STAGE_CANDIDATES
+    STAGE_CANDIDATES = DEFAULT.stage_candidates
     from engine.providers.embedders import MPNET_ID
     from engine.vectors import QUERIES
 
@@ -343,11 +347,10 @@ def test_retrieval_with_the_second_models_scan_over_4000_passages(benchmark, big
     turns with the second model also scanning every passage's stored vector
     for its own best ten (4,000 x 768 floats, held in memory between turns)."""
     from engine.knowledge import prepare_query
-    from engine.knowledge import second_stage as stages
     from engine.vectors import QUERIES
 
     db, campaign, _, first, stage, settings = _second_stage_setup(big_library, monkeypatch)
-    monkeypatch.setattr(stages, "SCAN_CANDIDATES", 10)
+    scanning = replace(DEFAULT, scan_candidates=10)
     played = PlayedTurns(seed=31)
     QUERIES.clear()
 
@@ -358,7 +361,7 @@ def test_retrieval_with_the_second_models_scan_over_4000_passages(benchmark, big
 
     def turn(query):
         return retrieve(db, campaign, query, embedder=first, budget_tokens=8000, standing=played.NAMES,
-                        second_stage=stage)
+                        second_stage=stage, tuning=scanning)
 
     sel = benchmark.pedantic(turn, setup=prepared_turn, rounds=20 if benchmark.enabled else 1, iterations=1,
                              warmup_rounds=2)
@@ -373,8 +376,8 @@ def test_second_stage_embedding_rate_for_a_1_mb_document(benchmark, tmp_path):
     busy machine); the rate and the estimate for the whole are recorded."""
     import time
 
-    from engine.knowledge import stage_vectors
     from engine.providers.embedders import MPNetEmbedder
+    from engine.search import stage_vectors
 
     db = Database(tmp_path / "rate.db")
     campaign = new_campaign(db)

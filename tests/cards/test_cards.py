@@ -123,7 +123,7 @@ def test_turns_that_mention_and_do_not_mention_a_key(camp):
 
 
 def test_a_fired_card_is_a_knowledge_candidate_with_provenance(camp):
-    from engine.knowledge.records import Retrieved
+    from engine.search.results import Retrieved
 
     camp.add_story_card("Mara", keys=["Mara"], entry="Mara buried her brother in secret.")
     with camp.workbench.db.reading() as s:

@@ -6,6 +6,7 @@ import pytest
 from engine.context import Brief, ContextOverflow, Inputs, Line, ListHistory, build, length_hint, tokens
 from engine.providers.base import CONTINUE_HINT
 from engine.providers.window import LOADED, UNKNOWN, Window
+from engine.search import DEFAULT
 from engine.settings import Settings
 
 RAIN = ("Rain hammers the slate roofs of Westhaven and runs in ropes from the gutters; the lamplighters "
@@ -98,6 +99,9 @@ class FakeKnowledge:
         self.asked = available
         return [("knowledge_inspiration", "INSPIRATION"), ("knowledge_reference", "REFERENCE"),
                 ("knowledge_canon", "IMPORTED CANON")], {"shown": 3}
+
+    def select_share(self, available):
+        return self.select(int(available * DEFAULT.knowledge_share))
 
 
 def test_volatile_sections_in_ascending_authority_after_history():
@@ -213,15 +217,14 @@ def _long_memories(n=5, words=50):
 
 
 def test_memories_and_summary_leave_the_story_its_share_at_a_small_budget():
-    from engine.context import builder
 
     summary = " ".join(f"Sentence {i} names Place{i} and Person{i} at length." for i in range(40))
     inputs = Inputs(pending=Line("player", "> You listen.", 40), summary=summary, memories=_long_memories())
     r = build(BRIEF, story(40), settings(context_budget=2048, max_output_tokens=96), None, inputs).report
     live = {s["name"]: s["tokens"] for s in r["sections"] if s["name"] in ("memories", "story_summary")}
     room = r["tokens"]["available_for_history"] + sum(live.values()) + len(live)
-    assert sum(live.values()) <= builder.LIVE_SHARE * room + 2  # the cap holds
-    assert r["tokens"]["available_for_history"] >= (1 - builder.LIVE_SHARE) * room - 1  # the story keeps the rest
+    assert sum(live.values()) <= DEFAULT.memory_share * room + 2  # the cap holds
+    assert r["tokens"]["available_for_history"] >= (1 - DEFAULT.memory_share) * room - 1  # the story keeps the rest
     assert r["history"]["included"] >= 6
     summary_text = next(s["text"] for s in r["sections"] if s["name"] == "story_summary")
     assert summary_text.startswith("Story summary:\nSentence 0 names") and summary_text.endswith(".")

@@ -129,13 +129,11 @@ def test_a_bank_stopped_part_way_is_played_on_to_the_turns_a_whole_run_plays(tmp
 
 
 def test_the_share_grid_asks_the_tuning_half_at_each_window_and_restores_the_builder(evaluated):
-    from engine.context import builder
-
     _, builds, _ = evaluated
-    before = builder.LIVE_SHARE, builder.SUMMARY_SHARE
+    before = [b.wb.settings.tuning for b in builds]
     grid = ev.caps(builds, live=(0.3, 1.0), summary=(0.4,), windows=(2048,))
     assert len(grid) == 2 and (grid["probes"] == 7).all()
-    assert (builder.LIVE_SHARE, builder.SUMMARY_SHARE) == before
+    assert [b.wb.settings.tuning for b in builds] == before
     uncapped, capped = grid.set_index("live_share").loc[1.0], grid.set_index("live_share").loc[0.3]
     assert capped["history_tokens"] > uncapped["history_tokens"]  # the cap gives the story back its room
 
@@ -163,11 +161,11 @@ def test_the_judge_ab_reaches_memory_recall_and_puts_the_engine_back(evaluated):
         asked.append(len(texts))
         return [-len(t) for t in texts]
 
-    before, judged_before = memory_package.recall, ev.recall_module.JUDGED
+    before, judged_before = memory_package.recall, [b.wb.settings.tuning for b in builds]
     table = ev.judge_ab(builds, judge, judged=(3,), window=2048).set_index("judged")
     assert list(table.index) == [0, 3] and (table["probes"] == 7).all()
     assert asked and max(asked) <= 3 and len(asked) >= 7  # the judged arm only, each probe once at most 3
-    assert memory_package.recall is before and ev.recall_module.JUDGED == judged_before
+    assert memory_package.recall is before and [b.wb.settings.tuning for b in builds] == judged_before
     assert (table["judge_failures"] == 0).all()
 
     def broken(parts, texts):

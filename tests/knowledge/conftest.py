@@ -7,7 +7,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from knowledge_doubles import TopicEmbedder  # noqa: E402
 
-from engine.knowledge import Library, calibration  # noqa: E402
+from engine.knowledge import Library  # noqa: E402
+from engine.search import calibration
 from engine.store import CampaignRow, Database  # noqa: E402
 
 # Measured for the test double with calibrate() in test_calibration.py:

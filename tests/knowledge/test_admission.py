@@ -4,18 +4,14 @@ import pytest
 from conftest import ABBEY, CRYPT_SCENE
 
 from engine.knowledge import Library
-from engine.knowledge.admission import (
-    CAP_TERMS,
-    COMMON_SHARE,
-    HEADING_WEIGHT,
-    LEXICAL_MAX_REQUIRED,
-    MIN_LIBRARY,
-    NAMED_COMMON_SHARE,
-    idf,
-    lexical_admits,
-    lexical_evidence,
-    weigh,
-)
+from engine.search import DEFAULT
+from engine.search.admission import idf, lexical_admits, lexical_evidence, weigh
+
+CAP_TERMS, COMMON_SHARE, HEADING_WEIGHT = DEFAULT.cap_terms, DEFAULT.common_share, DEFAULT.heading_weight
+LEXICAL_MAX_REQUIRED, MIN_LIBRARY = DEFAULT.lexical_max_required, DEFAULT.min_library
+NAMED_COMMON_SHARE = DEFAULT.named_common_share
+RELATIVE_CUT = DEFAULT.relative_cut
+
 
 BUDGET = 6000
 
@@ -104,14 +100,14 @@ def test_a_rare_word_a_heading_names_is_found(lexical):
 
 
 def _record(pid, evidence, cosine, cls="reference", always=False):
-    from engine.knowledge.records import Retrieved
+    from engine.search.results import Retrieved
 
     return Retrieved(pid, 1, "t", "f.md", cls, False, "", pid, "text", 1, always=always, evidence=evidence,
                      cosine=cosine)
 
 
 def test_the_weak_tail_is_cut_on_relevance_not_authority():
-    from engine.knowledge.ranking import RELATIVE_CUT, cut, normalise, rank
+    from engine.search.fusion import cut, normalise, rank
 
     ranked = rank(normalise([_record(1, 20.0, 0.5, "canon"), _record(2, 20.0, 0.5, "inspiration"),
                              _record(3, 0.0, 0.5 * RELATIVE_CUT, "canon"), _record(4, 0.0, 0.0, "canon", True)]))

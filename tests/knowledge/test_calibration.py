@@ -6,9 +6,9 @@ import pytest
 from conftest import TOPIC_FLOOR
 from knowledge_doubles import GenerousEmbedder, TopicEmbedder
 
-from engine.knowledge import calibrate, calibration_key, floor_for, load_pairs
-from engine.knowledge.calibration import CALIBRATION_FILE, PairSet, calibrated_models, propose_floor, registry
 from engine.providers.embedders import MINILM_ID, MPNET_ID
+from engine.search import calibrate, calibration_key, floor_for, load_pairs
+from engine.search.calibration import CALIBRATION_FILE, PairSet, calibrated_models, propose_floor, registry
 
 NOMIC_FLOOR = 0.58
 
@@ -59,7 +59,7 @@ def test_the_minilm_entry_was_measured_on_the_pair_set_of_real_books():
 
 
 def test_above_off_topic_floors_sit_just_over_every_off_topic_pair():
-    from engine.knowledge.calibration import floor_above
+    from engine.search.calibration import floor_above
 
     assert floor_above(0.4311, [0.5, 0.6, 0.3]) == 0.44
     assert floor_above(0.4311, [0.1, 0.2, 0.3, 0.45]) == 0.44  # a quarter reach it

@@ -2,8 +2,9 @@
 from conftest import ABBEY, TAVERN, new_campaign
 from sqlalchemy import text
 
-from engine.knowledge import Library, fts
-from engine.knowledge.stopwords import STOP_WORDS
+from engine.knowledge import Library
+from engine.search import lexical as fts
+from engine.search.stopwords import STOP_WORDS
 from engine.store import CampaignRow
 
 

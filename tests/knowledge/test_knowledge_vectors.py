@@ -1,6 +1,7 @@
 """Passage vectors in the shared cache: refreshed by their (count, newest id)
 signature, reading only new rows, and keyed per open database."""
 import gc
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -8,7 +9,8 @@ import pytest
 from conftest import ABBEY, CRYPT_SCENE, OSSUARY, SHIP, new_campaign
 from sqlalchemy import func, select
 
-from engine.knowledge import Library, ranking, vectors
+from engine.knowledge import Library
+from engine.search import DEFAULT, vectors
 from engine.store import Database
 from engine.store.knowledge_tables import KnowledgeEmbeddingRow
 from engine.vectors import unit, unpack
@@ -44,20 +46,19 @@ def held(db: Database, campaign: int, model: str) -> vectors.Matrix:
 
 
 def test_a_passage_added_after_the_first_read_is_read_alone(library, db, campaign, topic, monkeypatch):
-    monkeypatch.setattr(ranking, "RELATIVE_CUT", 0.0)  # both passages in the prompt, however unequal
     library.add("abbey.md", ABBEY, classification="canon")
     reads = blob_reads(monkeypatch)
-    assert library.retrieve(CRYPT_SCENE, budget_tokens=BUDGET).passages
+    assert library.retrieve(CRYPT_SCENE, budget_tokens=BUDGET, tuning=replace(DEFAULT, relative_cut=0.0)).passages
     first = len(stored(db, campaign, topic.model_id))
     assert reads == [first]
 
     library.add("ossuary.md", OSSUARY, classification="reference")
     total = len(stored(db, campaign, topic.model_id))
     assert total > first
-    sel = library.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
+    sel = library.retrieve(CRYPT_SCENE, budget_tokens=BUDGET, tuning=replace(DEFAULT, relative_cut=0.0))
     assert reads == [first, total - first]  # only the new rows
     assert {p.filename for p in sel.passages} == {"abbey.md", "ossuary.md"}
-    library.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
+    library.retrieve(CRYPT_SCENE, budget_tokens=BUDGET, tuning=replace(DEFAULT, relative_cut=0.0))
     assert reads == [first, total - first]  # warm: nothing read
 
     matrix = held(db, campaign, topic.model_id)

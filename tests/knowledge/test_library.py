@@ -14,12 +14,21 @@ from engine.knowledge import __all__ as public
 def test_the_public_api_is_exactly_this():
     assert sorted(public) == sorted([
         "CANON", "CHUNKING_VERSION", "CLASSES", "CLASS_WEIGHTS", "HIDDEN", "INSPIRATION", "NORMAL",
-        "PARSER_VERSION", "QUERY_STORY_TEXTS", "REFERENCE", "Calibration", "Chunk", "EmbeddingPass", "KnowledgeRefused", "Library",
-        "PairSet", "Population", "Retrieved", "Selection", "Status", "calibrate", "calibration_key", "catch_up",
-        "chunk", "digest", "floor_for", "has_sources", "index_line", "load_pairs", "normalize", "render", "retrieve",
-        "scene_query", "StagePass", "relevance", "stage_for", "start_background", "prepare_query", "start_prepare",
+        "PARSER_VERSION", "QUERY_STORY_TEXTS", "REFERENCE", "Chunk", "EmbeddingPass", "KnowledgeRefused", "Library",
+        "Retrieved", "Selection", "Status", "catch_up", "chunk", "digest", "has_sources", "normalize", "render",
+        "retrieve", "scene_query", "StagePass", "stage_for", "start_background", "prepare_query", "start_prepare",
         "wait_prepared",
     ])
+
+
+def test_the_search_layer_exports_what_research_tunes_with():
+    """Calibration, floors and the tuning value moved below knowledge, to the
+    layer knowledge and memory share; research code imports them from there."""
+    import engine.search as search
+
+    assert {"Tuning", "DEFAULT", "find", "floor_for", "calibrate", "register", "FUSIONS", "relevance"} \
+        <= set(search.__all__)
+    assert all(hasattr(search, name) for name in search.__all__)
 
 
 def test_list_and_passages_are_dataframes(library):

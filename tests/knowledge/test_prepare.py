@@ -8,7 +8,6 @@ from knowledge_doubles import TopicEmbedder
 
 from engine.knowledge import (
     Library,
-    calibration,
     prepare,
     prepare_query,
     retrieve,
@@ -16,10 +15,13 @@ from engine.knowledge import (
     start_prepare,
     wait_prepared,
 )
-from engine.knowledge.query import query_parts
-from engine.knowledge.second_stage import STAGE_PARTS, VectorStage
+from engine.search import DEFAULT, calibration
+from engine.search.query import query_parts
+from engine.search.second_stage import VectorStage
 from engine.settings import Settings
 from engine.vectors import QUERIES
+
+STAGE_PARTS = DEFAULT.stage_parts
 
 NAMES = ["Mara"]
 STORY = [

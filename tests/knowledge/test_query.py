@@ -1,7 +1,9 @@
 """The scene query: state first, then the newest story (newest text first), capped; and its parts."""
 from engine.context import tokens
-from engine.knowledge import fts, scene_query
-from engine.knowledge.query import QUERY_PARTS, QUERY_STORY_TEXTS, QUERY_TOKENS, query_parts
+from engine.knowledge import scene_query
+from engine.search import DEFAULT
+from engine.search import lexical as fts
+from engine.search.query import QUERY_PARTS, QUERY_STORY_TEXTS, QUERY_TOKENS, query_parts
 
 
 def test_state_comes_first_then_the_newest_story():
@@ -27,7 +29,7 @@ def test_the_newest_text_comes_first_and_its_words_make_the_term_cut():
     older = [" ".join(f"filler{t}x{i}" for i in range(80)) for t in range(3)]
     query = scene_query([*older, "> I pry open the reliquary of Saint Ostrava."], ["Mara"])
     assert query.split("\n")[1] == "> I pry open the reliquary of Saint Ostrava."
-    words = fts.terms(query)[: fts.MAX_TERMS]
+    words = fts.terms(query)[: DEFAULT.max_terms]
     assert {"reliquary", "ostrava", "mara"} <= set(words) and "filler0x0" not in words
 
 

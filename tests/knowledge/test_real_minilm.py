@@ -4,8 +4,9 @@ from conftest import ABBEY, KILN_SCENE, OSSUARY, TAVERN, TIDE_SCENE
 from sqlalchemy import text
 
 from engine.context import tokens
-from engine.knowledge import Library, floor_for, render, scene_query
+from engine.knowledge import Library, render, scene_query
 from engine.providers.embedders import MINILM_ID, MiniLMEmbedder
+from engine.search import floor_for
 
 pytestmark = pytest.mark.realmodel
 

@@ -1,5 +1,6 @@
 """Hybrid retrieval: absolute admission per path, then ranking, then budget."""
 import json
+from dataclasses import replace
 
 import pytest
 from conftest import ABBEY, CRYPT_SCENE, KILN_SCENE, OSSUARY, SHIP, SURGERY, TAVERN, TIDE_SCENE, new_campaign
@@ -7,7 +8,8 @@ from knowledge_doubles import BlindEmbedder, FailingEmbedder, GenerousEmbedder, 
 from sqlalchemy import text
 
 from engine.knowledge import catch_up, render, retrieve
-from engine.knowledge.classes import CLASS_WEIGHTS
+from engine.search import DEFAULT
+from engine.search.classes import CLASS_WEIGHTS
 
 SECRET = "# The Silver Key\n\nThe silver key to the abbey crypt lies under the altar stone of the chapel.\n"
 MOOD = ("# Dark Roads\n\nFog lies on the road like wet wool; a lantern makes a small room of light that walks "
@@ -45,7 +47,7 @@ def test_the_old_relative_rule_would_have_admitted_everything(library, db, campa
     fantasy(library)
     sel = library.retrieve(KILN_SCENE, budget_tokens=BUDGET)
     assert sel.passages == ()
-    from engine.knowledge.vectors import cosines, load_matrix
+    from engine.search.vectors import cosines, load_matrix
 
     with db.reading() as s:
         matrix = load_matrix(s, ("probe",), campaign, topic.model_id)
@@ -315,28 +317,27 @@ def test_the_report_is_json_and_complete(library):
 
 def test_the_vector_cache_sees_every_change(library, db, topic, monkeypatch):
     """Cached vectors are checked against the stored rows on every turn."""
-    from engine.knowledge import ranking, vectors
+    from engine.search import vectors
 
-    monkeypatch.setattr(ranking, "RELATIVE_CUT", 0.0)  # both passages in the prompt, however unequal
 
     a = library.add("abbey.md", ABBEY, classification="canon")
     library.add("ossuary.md", OSSUARY, classification="reference")
-    assert len(library.retrieve(CRYPT_SCENE, budget_tokens=BUDGET).passages) == 2
+    assert len(library.retrieve(CRYPT_SCENE, budget_tokens=BUDGET, tuning=replace(DEFAULT, relative_cut=0.0)).passages) == 2
     reads_before = []
     real = vectors._read
     vectors._read = lambda s, ids: reads_before.append(len(ids)) or real(s, ids)
     try:
-        library.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
+        library.retrieve(CRYPT_SCENE, budget_tokens=BUDGET, tuning=replace(DEFAULT, relative_cut=0.0))
         assert reads_before == []  # warm: nothing re-read
         library.disable(a["id"])
-        assert files(library.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)) == ["ossuary.md"]
+        assert files(library.retrieve(CRYPT_SCENE, budget_tokens=BUDGET, tuning=replace(DEFAULT, relative_cut=0.0))) == ["ossuary.md"]
         library.enable(a["id"])
         assert reads_before == []  # enabling is a filter, not a reload
         library.reindex(semantic=True)  # every vector replaced by a new row
-        sel = library.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
+        sel = library.retrieve(CRYPT_SCENE, budget_tokens=BUDGET, tuning=replace(DEFAULT, relative_cut=0.0))
         assert reads_before == [2] and len(sel.passages) == 2
         library.delete(a["id"])
-        assert files(library.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)) == ["ossuary.md"]
+        assert files(library.retrieve(CRYPT_SCENE, budget_tokens=BUDGET, tuning=replace(DEFAULT, relative_cut=0.0))) == ["ossuary.md"]
         assert reads_before == [2]  # a deletion needs no read at all
     finally:
         vectors._read = real

@@ -3,6 +3,7 @@ behind one seam (stored vectors, a server's /rerank or /v1/embeddings, off),
 its vectors computed ahead of play and shared, and a turn that embeds only
 its query."""
 import threading
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,10 +12,11 @@ from knowledge_doubles import TopicEmbedder
 from stage_server import StageServer
 
 from engine.errors import NarratorError
-from engine.knowledge import Library, calibration, relevance, stage_for, stage_vectors
-from engine.knowledge.second_stage import RerankStage, VectorStage
+from engine.knowledge import Library, stage_for
 from engine.providers.embedders import MINILM_ID, MPNET_ID, MPNetEmbedder, OpenAIEmbedder
 from engine.providers.rerankers import ServerReranker, read_scores
+from engine.search import DEFAULT, calibration, relevance, stage_vectors
+from engine.search.second_stage import RerankStage, VectorStage
 from engine.settings import Settings
 
 BUDGET = 6000
@@ -314,7 +316,7 @@ def test_a_workbench_computes_the_vectors_after_import_and_its_turns_use_them(tm
 def fused_pair(monkeypatch):
     """A fused model for (the topic double, the second double): the numbers are
     the test's own, only the arithmetic is the engine's."""
-    from engine.knowledge import second_stage as stages
+    from engine.search import second_stage as stages
 
     def register(**kw):
         fusion = stages.Fusion(**{"bias": -6.0, "second": 6.0, "cosine": 2.0, "evidence": 1.0, "floor": 0.3,
@@ -325,7 +327,7 @@ def fused_pair(monkeypatch):
 
 
 def test_the_fused_score_admits_orders_and_caps(db, campaign, topic, calibrated, second, fused_pair):
-    from engine.knowledge.second_stage import evidence_feature
+    from engine.search.second_stage import evidence_feature
 
     fusion = fused_pair(cap=1)
     lib = staged(db, campaign, topic, VectorStage(second))
@@ -357,28 +359,25 @@ def test_a_pair_without_a_fused_model_uses_the_plain_score_and_floor(db, campaig
 
 def test_the_second_model_scans_the_whole_library_once_its_vectors_are_complete(
         db, campaign, topic, calibrated, second, monkeypatch):
-    from engine.knowledge import second_stage as stages
-
-    monkeypatch.setattr(stages, "STAGE_CANDIDATES", 1)  # each first-stage path offers its best one only
+    one = replace(DEFAULT, stage_candidates=1)  # each first-stage path offers its best one only
     lib = staged(db, campaign, topic, VectorStage(second))
     lib.embed_second_stage()
-    monkeypatch.setattr(stages, "SCAN_CANDIDATES", 0)
-    narrow = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
+    narrow = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET, tuning=replace(one, scan_candidates=0))
     assert narrow.report["second_stage_scan"] == 0 and narrow.report["second_stage_scored"] == 1
     assert "ossuary.md" not in [u["filename"] for u in narrow.report["used"] + narrow.report["suppressed"]]
 
-    monkeypatch.setattr(stages, "SCAN_CANDIDATES", 2)
-    wide = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
+    wide = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET, tuning=replace(one, scan_candidates=2))
     assert wide.report["second_stage_scan"] == 2 and wide.report["second_stage_used"]
     judged = {u["filename"]: u for u in wide.report["used"] + wide.report["suppressed"]}
     assert judged["ossuary.md"]["found_by"] == "semantic"  # found by the second model's scan alone
     assert judged["ossuary.md"]["second"] >= SECOND_FLOOR
 
     lib.add("surgery.md", SURGERY)  # a passage without its vector: no scan until it has one
-    half = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
+    wide_two = replace(one, scan_candidates=2)
+    half = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET, tuning=wide_two)
     assert half.report["second_stage_scan"] == 0
     lib.embed_second_stage()
-    assert lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET).report["second_stage_scan"] == 2
+    assert lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET, tuning=wide_two).report["second_stage_scan"] == 2
 
 
 def test_the_status_says_what_a_turns_query_runs_through(db, campaign, topic, calibrated, tmp_path, monkeypatch):

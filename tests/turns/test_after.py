@@ -7,9 +7,10 @@ import pytest
 from narrators import BagOfWordsEmbedder, ScriptedNarrator
 
 from engine import Workbench
-from engine.knowledge import calibration, scene_query, wait_prepared
+from engine.knowledge import scene_query, wait_prepared
 from engine.knowledge.prepare import next_parts
-from engine.knowledge.query import query_parts
+from engine.search import calibration
+from engine.search.query import query_parts
 from engine.turns.after import next_scene
 
 BIBLE = ("# The Old Abbey\n\nThe abbey crypt bears a symbol shaped like a broken circle, cut into the keystone "

@@ -2,13 +2,13 @@
 
 Knowledge is chosen before history is sized, and whatever it does not spend
 goes back to history. Its limits, from the reference design:
-- retrieved passages take at most KNOWLEDGE_SHARE of the elastic budget (what
+- retrieved passages take at most the tuning's `knowledge_share` of the elastic budget (what
   is left after protected context and the reply): a third holds several
   passages of the chunker's size and leaves most of the window to the story;
 - within that, each class has a ceiling, so Reference and Inspiration cannot
   take all of it whatever they score; Canon fills first, Inspiration last;
 - always-in-force Canon, which skips relevance entirely, takes at most
-  ALWAYS_SHARE of the whole context budget: it is the one place a reader can
+  `always_share` of the whole context budget: it is the one place a reader can
   put unbounded text into every prompt.
 Whatever does not fit is recorded as dropped, with its cost. Costs are the
 framed text's real token counts, headers and separators included, and the
@@ -20,15 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..budget import tokens
-from .classes import CANON, CLASSES, INSPIRATION, REFERENCE
+from ..search.classes import CANON, CLASSES, INSPIRATION, REFERENCE
+from ..search.results import Retrieved
 from .framing import ALWAYS_HEADER, CLASS_HEADERS, SEPARATOR, block, section, volatile_sections
-from .records import Retrieved
 
-__all__ = ["ALWAYS_SHARE", "CLASS_SHARE", "FILL_ORDER", "KNOWLEDGE_SHARE", "Allotment", "allot"]
+__all__ = ["CLASS_SHARE", "FILL_ORDER", "Allotment", "allot", "passage_cost"]
 
-KNOWLEDGE_SHARE = 0.33
 CLASS_SHARE = {CANON: 1.00, REFERENCE: 0.50, INSPIRATION: 0.25}
-ALWAYS_SHARE = 0.20
 FILL_ORDER = CLASSES  # Canon first in line, Inspiration dropped first
 OVER_BUDGET = "over the knowledge budget"
 OVER_CLASS = "over its class's share of the knowledge budget"
@@ -46,7 +44,7 @@ class Allotment:
     always_spent: int
 
 
-def _cost(p: Retrieved) -> int:
+def passage_cost(p: Retrieved) -> int:
     return tokens.count(block(p)) + tokens.count(SEPARATOR)
 
 
@@ -59,7 +57,7 @@ def _header_cost(header: str) -> int:
 def _fill(members: Sequence[Retrieved], header: str, cap: int, reason: str):
     kept, dropped, spent = [], [], 0
     for p in members:
-        cost = _cost(p)
+        cost = passage_cost(p)
         opening = 0 if kept else _header_cost(header)
         if spent + opening + cost > cap:
             dropped.append((p.with_(cost=cost), reason))

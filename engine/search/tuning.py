@@ -1,0 +1,217 @@
+"""Every number that retrieval and recall were tuned on, in one value.
+
+Why a value and not module constants: an experiment that sweeps a cut or a
+candidate count must be able to say exactly what it ran with, and two runs
+side by side (a notebook's tuning half and held-out half, a turn and its
+replay) must not share a module that one of them changed. So a search takes
+a `Tuning`, a setting or an experiment makes a changed copy with
+`dataclasses.replace`, and the turn's report records the one it ran with
+(`Tuning.record`).
+
+Each default carries the measurement it was chosen on, beside it.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from ..errors import WorkbenchError
+
+__all__ = ["DEFAULT", "Tuning"]
+
+
+@dataclass(frozen=True)
+class Tuning:
+    # ------------------------------------------------ knowledge: candidates
+    # Per-path caps before the merge: enough for any budget the share allows
+    # (a third of 32k tokens is ~40 passages of 256), small enough to load cheaply.
+    lexical_candidates: int = 40
+    # bm25's best this many are re-scored by rarity-weighted evidence (see
+    # `admission`) before the lexical cap: bm25 over one text column cannot tell
+    # a passage a word names in its heading from one of the hundreds of monster
+    # stat blocks that mention it ("poisoned"). Measured on the retrieval
+    # evaluation: with bm25's top 40, 57 of 72 targeted scenes had a relevant
+    # candidate at all; with the top 300 re-scored, 72 of 72.
+    lexical_pool: int = 300
+    semantic_candidates: int = 40
+    # Vectors scored per turn. There is no approximate index; this is the honest
+    # bound in its place (4,000 x 384 dims score in 0.25 ms; the whole retrieval
+    # measured ~10 ms warm), and going past it is reported as scan_truncated.
+    semantic_scan_limit: int = 4000
+    # A long scene yields hundreds of words; the first 30 (state first, then the
+    # newest story, newest text first) are the query. Measured with the
+    # evaluation's scenes played after three turns of other story: at 60 terms
+    # the reader's line found its passage for 24 of 72 scenes, at 30 for 30-32,
+    # with the lexical bar growing with the terms; at 20 the everyday scenes let
+    # in 5 of 42 against 1. A one-line scene has 5-15.
+    max_terms: int = 30
+
+    # ------------------------------------------------ knowledge: admission
+    # A word in more than this share of the library's passages carries no
+    # evidence. Measured on the evaluation library (3,119 passages): "save" is in
+    # 26%, "check" and "roll" 10%, "holding" 6%, while words that name a rule
+    # ("round" 4.4%, "prone" 3.8%, "grapple" 2.1%, "initiative" 1.2%) are under 5%.
+    common_share: float = 0.05
+    # A heading naming a word up to this common still counts it ("Bag of
+    # Holding", 6%); "Intelligence Checks" (10%) admitted an everyday scene about
+    # checking the weather forecast, so "check" does not.
+    named_common_share: float = 0.08
+    # A heading that names the word counts it this many times: a heading says
+    # what a passage is about where body text only mentions things.
+    heading_weight: float = 2.0
+    # Evidence, in idf units (ln scale): with ~3,000 passages a word in one
+    # passage weighs ~7.6, in 10 ~5.7, in 50 ~4.1, at the 5% cut ~3.0. Chosen on
+    # the retrieval evaluation (72 targeted and 42 everyday scenes over a rules
+    # reference, a novel and a setting wiki): share 0.6 capped at 14 left 1 of
+    # 42 everyday scenes admitting anything (shares 0.3-0.5 let 10-18 through;
+    # caps of 16 and more cost targeted scenes without removing it). The floor
+    # is one word at the common cut: it changed nothing on the evaluation
+    # between 0 and 10, and below it a lone word would be no evidence.
+    query_share: float = 0.6
+    lexical_min_evidence: float = 3.0
+    lexical_max_required: float = 14.0
+    # ... for a scene of up to this many weighed words; past it the cap grows in
+    # proportion. After three turns of everyday story a fixed cap of 14 let
+    # every one of 42 everyday scenes admit a passage on words like
+    # crowded/window/talk/loudly (evidence 20-40). Growing from 10 words, 1 of 42
+    # (from 12, 4; a fixed 28 cost 3 of 72 one-line scenes).
+    cap_terms: int = 10
+    # Rarity is measured against at least this many passages: a handful of
+    # passages cannot show which words are common, and a small library is
+    # specific anyway.
+    min_library: int = 1000
+
+    # ------------------------------------------------ knowledge: fusion and cut
+    # Lexical evidence (idf units, admitted from ~9) to the cosine's scale.
+    # Measured on the retrieval evaluation (72 targeted scenes, the relevant
+    # passage among each scene's two best): 0.02 put it there for 47 scenes,
+    # 0.05 for 42, reciprocal-rank fusion for 41-42, either path alone 36-38.
+    evidence_scale: float = 0.02
+    # Retrieved passages scoring under this share of the best are dropped.
+    # Measured (same evaluation, MiniLM): 0.9 raised the precision of what was
+    # admitted at 4,096 from 45% to 52% and at 16,384 from 25% to 47%, for one
+    # targeted scene in 72 losing its answer; 0.8 kept 37% at 16,384.
+    relative_cut: float = 0.9
+    # The same two when the second stage judged the turn (its score takes the
+    # cosine's place). Chosen on the tuning half (54 targeted, 41 everyday
+    # scenes, 5 candidates per path): cut 0.8 and scale 0.01 found 33 scenes
+    # at 4,096 (cut 0.9: 32, 0.95: 30; scale 0: 28), no everyday scene admitting.
+    second_evidence_scale: float = 0.01
+    second_cut: float = 0.8
+    # Near-repeats: redundant pairs scored 0.938-0.996 under the reference's
+    # embedding model, distinct ones 0.349-0.906. An identical passage scores
+    # 1.0 under any model; near-copies are where the number matters.
+    redundant_similarity: float = 0.93
+
+    # ------------------------------------------------ knowledge: second stage
+    # Candidates the second model judges: each path's best this many. 10 and 40
+    # per path found the same tuning scenes at every floor, cut and cap swept
+    # (32 of 54 at 4,096), so the cheaper; 5 per path had left 10 held-out
+    # misses never judged at all.
+    stage_candidates: int = 10
+    # Query parts (paragraphs, newest first) the second model reads: each is one
+    # more query to embed inside a turn's 150 ms. A cost bound, not an optimum.
+    stage_parts: int = 2
+    # The second model's own best of the whole live library as a third path;
+    # 0 is off. Measured: on the tuning half it added a relevant candidate for 1
+    # of 54 scenes and changed no scene's hit at any floor, cut or cap swept.
+    scan_candidates: int = 0
+
+    # ------------------------------------------------ knowledge: budget
+    # Retrieved passages take at most this share of the elastic budget (a third
+    # holds several passages of the chunker's size and leaves most of the window
+    # to the story); always-in-force Canon at most ALWAYS of the whole budget.
+    knowledge_share: float = 0.33
+    always_share: float = 0.20
+
+    # ------------------------------------------------ floors
+    # Floors by model id, over the calibration registry's; () reads the
+    # registry alone. For an experiment sweeping a floor, never for play.
+    floors: tuple[tuple[str, float], ...] = ()
+    # The second stage's fused relevance model for the pair of models a turn
+    # runs with, as (bias, second, cosine, evidence, floor, cut, cap); ()
+    # reads the fitted registry (`second_stage.FUSIONS`). For an experiment
+    # that fits its own on a tuning half.
+    fusion: tuple[float, ...] = ()
+
+    # ------------------------------------------------ memory recall
+    # The newest story nodes a recall reads beside the reader's line, within
+    # this many tokens: the same window the knowledge query reads.
+    recall_nodes: int = 4
+    recall_tokens: int = 600
+    # A story part's cosine counts this share of the reader's line; the share of
+    # the reader's words (weighed by their rarity in the bank) a memory holds,
+    # times lexical_weight, is added. Chosen on the tuning half of the recall
+    # evaluation's probes (3 campaigns, 80 turns, 4,096): story 0.8 with lexical
+    # 1.0 had the fact in the memories section for 71% of the tuning probes
+    # (lexical 0.5: 67%, 0: 57%; story 1.0 no better).
+    story_weight: float = 0.8
+    lexical_weight: float = 1.0
+    # Redundant memories, as for passages (same measurement).
+    memory_redundant: float = 0.93
+    # With a judge, this many of the first score's best memories are scored
+    # again. The turn passes no judge: all-mpnet-base-v2 judging was measured
+    # not to help (recall_eval's three 200-turn banks at 4,096, tuning half: 18
+    # of 21 without, 18 judging 5, 16 judging 10 or 20).
+    judged: int = 10
+    # Memories and the summary together take at most this share of the room
+    # the prompt's protected sections leave, the summary at most summary_share
+    # of that. Uncapped, at a 2,048 budget five memories (~350 tokens) and the
+    # summary (~330) left the history 17 tokens: the narrator saw no story.
+    # Chosen on the tuning half of the recall evaluation (`caps`; 21 probes of
+    # three 80-turn banks): at 2,048, shares 0.4 / 0.5 / 0.6 / none brought 100
+    # / 100 / 95 / 86 % of the facts into the prompt with a median 488 / 384 /
+    # 278 / 90 history tokens; at 4,096 all reached 100 %: the smallest share
+    # that lost nothing, for the most story. The summary's share was not
+    # varied: the memories are recalled for the input, so they get more.
+    memory_share: float = 0.4
+    summary_share: float = 0.4
+
+    def __post_init__(self) -> None:
+        wrong = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
+                 if f.name not in ("floors", "fusion") and (not isinstance(getattr(self, f.name), (int, float))
+                                            or isinstance(getattr(self, f.name), bool)
+                                            or getattr(self, f.name) < 0)]
+        if wrong:
+            raise WorkbenchError(f"A search tuning value must be a number of 0 or more: {', '.join(wrong)}. "
+                                 "Make one with dataclasses.replace(engine.search.DEFAULT, name=value).")
+        object.__setattr__(self, "floors", tuple((str(m), float(v)) for m, v in dict(self.floors).items()))
+        if self.fusion and len(self.fusion) != 7:
+            raise WorkbenchError("A search tuning's fusion is (bias, second, cosine, evidence, floor, cut, cap), "
+                                 f"seven numbers; {len(self.fusion)} were given.")
+        object.__setattr__(self, "fusion", tuple(float(x) for x in self.fusion))
+
+    def floor_override(self, model_id: str) -> float | None:
+        return dict(self.floors).get(model_id)
+
+    def changes(self) -> dict[str, Any]:
+        """What differs from the defaults (a setting stores only this)."""
+        base = asdict(DEFAULT)
+        return {k: v for k, v in asdict(self).items() if v != base[k]}
+
+    def record(self) -> dict[str, Any]:
+        """The whole value, JSON-ready, for a turn's report."""
+        out = asdict(self)
+        out["floors"] = dict(self.floors)
+        return out
+
+    @classmethod
+    def from_changes(cls, changes: dict[str, Any] | None) -> Tuning:
+        """A stored setting back into a value; names no version knows are a
+        sentence, not a silent default."""
+        changes = dict(changes or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise WorkbenchError(f"Unknown search tuning value(s) {', '.join(unknown)}: the known ones are "
+                                 f"{', '.join(sorted(known))}.")
+        if "floors" in changes and isinstance(changes["floors"], dict):
+            changes["floors"] = tuple(changes["floors"].items())
+        elif "floors" in changes:
+            changes["floors"] = tuple(tuple(x) for x in changes["floors"])
+        if "fusion" in changes:
+            changes["fusion"] = tuple(changes["fusion"] or ())
+        return replace(DEFAULT, **changes)
+
+
+DEFAULT = Tuning()
