@@ -59,9 +59,13 @@ demo: setup
 	@cat evidence/play.txt
 
 # Research notebooks write their JSON to scratch/ unless evidence is asked
-# for: this target asks (experiments/results.py) and names each sidecar.
+# for: this target asks (experiments/results.py) and names each sidecar. The
+# browser tests' screenshots go to their temporary folders under `make test`
+# and to evidence/ only here, by the same switch.
+SCREENSHOT_TESTS := tests/browser/test_campaign_app_browser.py tests/browser/test_players_table_browser.py
+
 evidence: export STORY_WORKBENCH_EVIDENCE = 1
-evidence: setup
+evidence: setup browser-deps
 	@for nb in $(NOTEBOOKS); do \
 		echo "== $$nb"; \
 		sidecar=$$nb; [ $$nb = calibrate ] && sidecar=calibrate_minilm; \
@@ -76,6 +80,8 @@ evidence: setup
 		--cwd notebooks -p prompt_memory True -p ab_seeds 0 -p workdir ../scratch/narration_eval_memory \
 		-p sidecar ../evidence/narration_eval_memory.json
 	$(PY) -m experiments.scrub evidence/narration_eval_memory.ipynb
+	@echo "== screenshots"
+	$(PY) -m pytest $(SCREENSHOT_TESTS) -p no:randomly -q
 
 bench: setup
 	$(PY) -m pytest tests/benchmarks --benchmark-only --benchmark-json=evidence/benchmarks.json

@@ -29,7 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .chunking import index_line
+from .lexical import index_line
+from .tuning import Tuning
 from .vectors import unit
 
 __all__ = [
@@ -97,9 +98,13 @@ def entry_for(model_id: str | None) -> dict | None:
     return registry().get(key) if key else None
 
 
-def floor_for(model_id: str | None) -> float | None:
+def floor_for(model_id: str | None, tuning: Tuning | None = None) -> float | None:
     """The measured floor, or None: None means no semantic admission, never
-    "borrow another model's number"."""
+    "borrow another model's number". A `tuning` that names a floor for the
+    model (an experiment sweeping it) is used instead of the registry's."""
+    override = tuning.floor_override(model_id or "") if tuning is not None else None
+    if override is not None:
+        return override
     entry = entry_for(model_id)
     return float(entry["floor"]) if entry else None
 

@@ -1,4 +1,4 @@
-"""The lexical half of retrieval: SQLite FTS5 over the passages.
+"""The lexical path: query terms, stop words, stemming, and SQLite FTS5 over the passages.
 
 Lexical search is a production path, not a fallback: it is what finds proper
 nouns and invented words (Westhaven, broken-circle, the Silver Key), which
@@ -24,32 +24,33 @@ from .rawsql import rows as raw_rows
 from .stopwords import STOP_WORDS
 
 __all__ = [
-    "MAX_TERMS",
     "MIN_TERM_LENGTH",
     "evidence",
     "evidence_sql",
     "in_heading",
+    "index_line",
     "match_expression",
     "postings",
     "quote",
     "search",
     "search_sql",
+    "stems",
     "terms",
 ]
 
 MIN_TERM_LENGTH = 2
-# A long scene yields hundreds of words; the first 30 (state first, then the
-# newest story, newest text first) are the query. Measured with the
-# evaluation's scenes played after three turns of other story (issue 16):
-# at 60 terms the reader's line found its passage for 24 of 72 scenes, at 30
-# for 30-32, with the lexical bar growing with the terms (`admission`); at 20
-# the everyday scenes let in 5 of 42 against 1. A one-line scene has 5-15.
-MAX_TERMS = 30
 
 _SPLIT = re.compile(r"[^\w'\-]+")
 _HAS_ALNUM = re.compile(r"[^\W_]")
 # How unicode61 splits text into tokens: runs of letters and digits.
 _TOKEN = re.compile(r"[^\W_]+")
+
+
+def index_line(heading: str, text: str) -> str:
+    """Heading trail, newline, body: the one string that is indexed, embedded
+    and calibrated. Headings are often the only place a name appears ("The Old
+    Abbey" as a heading over prose that says "the abbey")."""
+    return f"{heading}\n{text}" if heading else text
 
 
 @lru_cache(maxsize=1)
@@ -77,6 +78,12 @@ def _stems(text: str) -> frozenset[str]:
     # against 194 ms a prepared second-stage turn, alternating rounds): the
     # gain is on turns that meet many new headings.
     return frozenset(_stem(word) for word in _TOKEN.findall(text.lower()))
+
+
+def stems(words: Sequence[str]) -> list[str]:
+    """Each word as the index's Porter stemmer stems it (for research code
+    that compares words the way the index does)."""
+    return [_stem(w) for w in words]
 
 
 def in_heading(heading: str, words: Sequence[str], among: Iterable[int] | None = None) -> frozenset[int]:

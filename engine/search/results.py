@@ -1,9 +1,10 @@
-"""What retrieval hands back: one record per passage, with its provenance."""
+"""What a search hands back: one record per passage, with its provenance, and
+what a pass that computes vectors did."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-__all__ = ["Retrieved"]
+__all__ = ["EmbeddingPass", "Retrieved"]
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class Retrieved:
     tokens: int  # of the text alone
     always: bool = False  # always-in-force Canon: shown whether or not it matched
     admitted_by: str = ""  # lexical | semantic | both | "" (always-in-force, no evidence)
-    lexical: float = 0.0  # lexical evidence on the cosine's scale (see ranking.EVIDENCE_SCALE)
+    lexical: float = 0.0  # lexical evidence on the cosine's scale (the tuning's evidence_scale)
     semantic: float = 0.0  # the cosine, when one was computed (admitted by that path or not)
     cosine: float | None = None  # the raw cosine, when one was computed
     bm25: float | None = None  # the raw (negated) bm25, when the passage was a lexical candidate
@@ -66,3 +67,23 @@ class Retrieved:
             "score": round(self.score, 4), "matched_terms": list(self.matched_terms),
             **({"duplicate_of": self.duplicate_of} if self.duplicate_of is not None else {}),
         }
+
+
+@dataclass(frozen=True)
+class EmbeddingPass:
+    """What one pass did: vectors written, still pending, and why it stopped early."""
+
+    model: str
+    embedded: int
+    remaining: int
+    error: str = ""
+
+    @property
+    def words(self) -> str:
+        if self.error:
+            return (f"Embedding with {self.model or 'the embedder'} failed after {self.embedded} passage(s): "
+                    f"{self.error.rstrip('.')}. "
+                    f"{self.remaining} remain pending; lexical search is unaffected.")
+        if self.remaining:
+            return f"Embedded {self.embedded} passage(s) with {self.model}; {self.remaining} remain pending."
+        return f"Embedded {self.embedded} passage(s) with {self.model}; none pending."

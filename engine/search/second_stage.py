@@ -4,7 +4,7 @@ The first stage (FTS5/bm25 re-scored by rarity, and MiniLM's cosine) is
 cheap and finds the right passage among its few dozen candidates for most
 scenes, but cannot order them: MiniLM put a relevant passage first for 22
 of 58 held-out scenes, all-mpnet-base-v2 re-scoring the same candidates for
-39 (issue 25). So the candidates of both paths are scored again by the
+39. So the candidates of both paths are scored again by the
 second model, and admission (its own measured floor, from the same registry
 as the first model's) and order use that score.
 
@@ -33,36 +33,16 @@ import numpy as np
 from ..vectors import QUERIES
 from . import stage_vectors
 from .calibration import calibrated_models, floor_for
+from .tuning import DEFAULT, Tuning
 from .vectors import unit
 
-__all__ = ["EVIDENCE_CLIP", "FUSIONS", "KINDS", "SCAN_CANDIDATES", "STAGE_CANDIDATES", "STAGE_PARTS", "Fusion", "RerankStage", "Rescored",
-           "VectorStage", "evidence_feature", "fusion_for", "relevance", "rescore", "stage_for", "start_background",
+__all__ = ["EVIDENCE_CLIP", "FUSIONS", "KINDS", "Fusion", "RerankStage", "Rescored", "VectorStage", "evidence_feature", "fusion_for", "relevance", "rescore", "stage_for", "start_background",
            "uncalibrated_stage_note"]
 
 KINDS = ("auto", "embedded", "endpoint", "rerank", "off")
-# Candidates the second model judges: each path's best this many (the
-# lexical path's after its rarity re-sort, the semantic path's by cosine),
-# so at most twice this many per turn. Their vectors are stored, so judging
-# more costs little more than a dot product each. Chosen on the tuning half
-# (notebooks/retrieval_eval.ipynb, "Second-stage constants";
-# evidence/retrieval_eval.json, stage_sweep): 10 and 40 per path found the
-# same tuning scenes at every floor, cut and cap swept (32 of 54 at 4,096 at
-# the chosen ones), so the cheaper; 5 per path, with the plain mpnet score,
-# had left 10 held-out misses never judged at all.
-STAGE_CANDIDATES = 10
-# The query parts (paragraphs, newest first; see query.query_parts) the
-# second model reads. A one-line scene is one part; in play the reader's line
-# and the state come first. Each part is one more query to embed (mpnet: tens
-# of milliseconds on an idle 2-core machine) or one more rerank call, inside a
-# turn's 150 ms: a cost bound, not a measured optimum (the evaluation's scenes
-# in play were not re-run with other values).
-STAGE_PARTS = 2
-# The second model's own candidates: its best this many of the whole live
-# library, once every live passage has its vector (see `VectorStage.scan`);
-# 0 turns the path off. Off by default, measured: on the tuning half it
-# added a relevant candidate for 1 of 54 scenes beside the 40 per path and
-# changed no scene's hit at any floor, cut or cap swept.
-SCAN_CANDIDATES = 0
+# How many candidates it judges, how many query parts it reads and whether it
+# scans the whole library are fields of `Tuning` (stage_candidates,
+# stage_parts, scan_candidates), each with its measurement.
 
 
 @dataclass(frozen=True)
@@ -125,7 +105,12 @@ FUSIONS: dict[tuple[str, str], Fusion] = {
 }
 
 
-def fusion_for(first_model: str | None, second_model: str) -> Fusion | None:
+def fusion_for(first_model: str | None, second_model: str, tuning: Tuning | None = None) -> Fusion | None:
+    """The fused model for this pair: the tuning's own when it names one,
+    else the fitted registry's (None: the pair has none)."""
+    if tuning is not None and tuning.fusion:
+        bias, second, cosine, evidence, floor, cut, cap = tuning.fusion
+        return Fusion(bias, second, cosine, evidence, floor, cut, int(cap))
     return FUSIONS.get((first_model or "", second_model))
 
 
@@ -227,14 +212,14 @@ def uncalibrated_stage_note(model_id: str) -> str:
 
 def rescore(stage, session, parts: Sequence[str], candidates: Sequence[tuple[int, str, str]], *,
             first_model: str | None = None, features: Mapping[int, tuple[float, float]] | None = None,
-            query: np.ndarray | None = None) -> Rescored:
+            query: np.ndarray | None = None, tuning: Tuning = DEFAULT) -> Rescored:
     """Score `candidates` ((passage id, content hash, embedded line)) for the
     scene's `parts`. With a fused model for (`first_model`, this stage's
     model) and `features` ({passage id: (first cosine, evidence feature)}),
     the scores are fused (see `Fusion`) and admission uses its floor.
     Never raises: a failure is a note, and the turn keeps the first stage."""
-    fusion = fusion_for(first_model, stage.model_id) if features is not None else None
-    out = Rescored(model=stage.model_id, floor=fusion.floor if fusion else floor_for(stage.model_id),
+    fusion = fusion_for(first_model, stage.model_id, tuning) if features is not None else None
+    out = Rescored(model=stage.model_id, floor=fusion.floor if fusion else floor_for(stage.model_id, tuning),
                    candidates=len(candidates), fusion=fusion)
     if out.floor is None:
         out.note = uncalibrated_stage_note(stage.model_id)
@@ -243,7 +228,7 @@ def rescore(stage, session, parts: Sequence[str], candidates: Sequence[tuple[int
         out.note = "The first stage found no candidates for the second to judge."
         return out
     try:
-        stage.score(session, list(parts)[:STAGE_PARTS], candidates, out, query=query)
+        stage.score(session, list(parts)[:tuning.stage_parts], candidates, out, query=query)
     except Exception as exc:  # a model or server failure narrows the turn to the first stage
         out.used, out.scores = False, {}
         out.note = (f"The second stage ({stage.model_id}) failed this turn ({type(exc).__name__}: {exc}); "
@@ -254,12 +239,12 @@ def rescore(stage, session, parts: Sequence[str], candidates: Sequence[tuple[int
     return out
 
 
-def relevance(stage, query_parts: Sequence[str], texts: Sequence[str]) -> list[float]:
+def relevance(stage, query_parts: Sequence[str], texts: Sequence[str], tuning: Tuning = DEFAULT) -> list[float]:
     """The second model's score of each text for a query, with nothing
     stored: for a caller with a handful of texts (a memory judge, see
-    `memory.recall.JUDGED`). A VectorStage embeds the texts here, so keep
+    memory recall's `judged`). A VectorStage embeds the texts here, so keep
     them few."""
-    parts = [p for p in query_parts if p and p.strip()][:STAGE_PARTS]
+    parts = [p for p in query_parts if p and p.strip()][:tuning.stage_parts]
     if not texts or not parts:
         return [0.0] * len(texts)
     if isinstance(stage, RerankStage):

@@ -26,12 +26,12 @@ from tqdm.auto import tqdm
 from ..store import Database
 from ..store.knowledge_tables import KnowledgePassageRow, KnowledgeSourceRow, KnowledgeStageVectorRow
 from ..store.models import utcnow
-from .chunking import index_line
-from .embedding import EmbeddingPass
+from .lexical import index_line
+from .results import EmbeddingPass
 from .vectors import pack, unit, unpack
 
 __all__ = ["BATCH", "StagePass", "catch_up", "coverage", "last_error", "library_matrix", "prune", "running", "start",
-           "vectors_for", "wait"]
+           "store_vectors", "vectors_for", "wait"]
 
 # Passages per embedding call and per commit: at ~1 passage a second a batch
 # of 16 is committed every 10-20 s, so little is lost to a stop.
@@ -87,7 +87,7 @@ def _pending(session, campaign_id: int, model: str, limit: int | None) -> list[t
     return list(out.items())
 
 
-def _store(db: Database, model: str, batch: list[tuple[str, str]], vectors) -> int:
+def store_vectors(db: Database, model: str, batch: list[tuple[str, str]], vectors) -> int:
     with db.writing() as s:
         held = set(s.scalars(select(KnowledgeStageVectorRow.content_hash).where(
             KnowledgeStageVectorRow.model == model,
@@ -120,7 +120,7 @@ def catch_up(db: Database, campaign_id: int, embedder, *, limit: int | None = No
                     raise ValueError(f"asked for {len(batch)} vectors, got {len(vectors)}")
             except Exception as exc:  # any embedder failure is reported, never raised
                 return StagePass(model, written, total - done - written, f"{type(exc).__name__}: {exc}")
-            written += _store(db, model, batch, vectors)
+            written += store_vectors(db, model, batch, vectors)
             bar.update(len(batch))
     with db.reading() as s:
         done, total = coverage(s, campaign_id, model)

@@ -28,7 +28,10 @@ ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--no-first-run", "--disable-sync"]
-EVIDENCE = ROOT / "evidence" / "widgets.png"
+# Screenshots are what a test saw: they go to its temporary folder, and to
+# evidence/ only when `make evidence` asks with the switch the research
+# sidecars read (experiments/results.py), so `make test` leaves the tree clean.
+EVIDENCE_SWITCH = "STORY_WORKBENCH_EVIDENCE"
 SECOND = 1000  # Playwright timeouts are in milliseconds
 TURN = 240 * SECOND  # one turn of the embedded model, generous for a loaded 2-core machine
 
@@ -151,13 +154,20 @@ def test_the_app_plays_in_jupyterlab_in_chromium(lab, tmp_path):
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             try:
-                _play_in_the_page(page, base, token, work)
+                _play_in_the_page(page, base, token, work, screenshot_folder(tmp_path))
             except Exception as exc:
                 raise AssertionError(_what_the_page_showed(page, tmp_path)) from exc
             assert not [e for e in errors if "widget" in e.lower()], errors
         finally:
             browser.close()
     _check_the_campaign_file(work / "browser.db")
+
+
+def screenshot_folder(tmp_path: Path) -> Path:
+    """evidence/ when evidence is asked for, else the test's temporary folder."""
+    folder = ROOT / "evidence" if os.environ.get(EVIDENCE_SWITCH) == "1" else tmp_path
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 def _what_the_page_showed(page, tmp_path: Path) -> str:
@@ -184,7 +194,7 @@ def open_app(page, base: str, token: str, notebook: str):
     return app
 
 
-def _play_in_the_page(page, base: str, token: str, work: Path) -> None:
+def _play_in_the_page(page, base: str, token: str, work: Path, shots: Path) -> None:
     app = open_app(page, base, token, "app.ipynb")
     story = app.locator(".story-workbench-story")
     assert "Rain needles the cliff path" in story.inner_text()
@@ -222,7 +232,7 @@ def _play_in_the_page(page, base: str, token: str, work: Path) -> None:
     _state_panel(app)
     _memory_panel(app)
     _knowledge_panel(app, work)
-    _screenshots(page, app)
+    _screenshots(page, app, shots)
 
 
 def section_header(app, title: str):
@@ -302,13 +312,12 @@ def _knowledge_panel(app, work: Path) -> None:
     section_header(app, "Knowledge").click()  # closed again for the screenshots
 
 
-def _screenshots(page, app) -> None:
-    """The whole app on the real model, for evidence/ (app-900.png and app-1400.png come from
+def _screenshots(page, app, folder: Path) -> None:
+    """The whole app on the real model, widgets.png (app-900.png and app-1400.png come from
     test_players_table_browser.py, which drives every control at both widths)."""
-    EVIDENCE.parent.mkdir(exist_ok=True)
     page.set_viewport_size({"width": 1280, "height": 2600})  # the whole app, story to panels
     page.wait_for_timeout(500)
-    app.screenshot(path=str(EVIDENCE))
+    app.screenshot(path=str(folder / "widgets.png"))
 
 
 # In-page checks. Each returns what a reader would see wrong, or nothing.

@@ -7,7 +7,8 @@ page brings the campaign back with Run All, which leaves the app in view.
 
 The narrator is a scripted one paced at reading speed (tests/narrators.py):
 what is under test is the page, and a fixed script makes the cut reply and
-the card's key certain. Screenshots go to evidence/.
+the card's key certain. Screenshots go to the test's temporary folder, and
+to evidence/ under `make evidence` (screenshot_folder).
 """
 from __future__ import annotations
 
@@ -24,11 +25,11 @@ from test_campaign_app_browser import (  # noqa: F401 - lab is a fixture
     _what_the_page_showed,
     lab,
     open_app,
+    screenshot_folder,
     section_header,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-EVIDENCE = ROOT / "evidence"
 TURN = 60 * SECOND
 
 REPLIES = [
@@ -94,7 +95,7 @@ def test_the_players_table(lab, tmp_path, width):  # noqa: F811 - the fixture, i
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             try:
-                _at_the_table(page, base, token, width)
+                _at_the_table(page, base, token, width, screenshot_folder(tmp_path))
             except Exception as exc:
                 raise AssertionError(_what_the_page_showed(page, tmp_path)) from exc
             assert not errors, errors
@@ -102,7 +103,7 @@ def test_the_players_table(lab, tmp_path, width):  # noqa: F811 - the fixture, i
             browser.close()
 
 
-def _at_the_table(page, base, token, width) -> None:
+def _at_the_table(page, base, token, width, shots: Path) -> None:
     app = open_app(page, base, token, "table.ipynb")
     story = app.locator(".story-workbench-story")
     box = app.locator(".sw-input textarea")
@@ -115,7 +116,7 @@ def _at_the_table(page, base, token, width) -> None:
     assert "> I try the door." in story.inner_text() and box.input_value() == ""
     app.locator(".sw-cut-mark").wait_for(timeout=TURN)
     assert "You climb the stair." in story.inner_text() and "door stands open and the" not in story.inner_text()
-    _shot(app, f"app-cut-{width}.png")
+    app.screenshot(path=str(shots / f"app-cut-{width}.png"))
     app.locator(".sw-finish:not([disabled])").click()
     story.get_by_text("scattered the keeper's ledger").wait_for(timeout=TURN)
     _written(app)
@@ -150,7 +151,7 @@ def _at_the_table(page, base, token, width) -> None:
     editor.wait_for(timeout=30 * SECOND)
     assert editor.input_value() == "> I try the door."
     assert _editor_between_passages(page), "the editor is not where the passage stood"
-    _shot(app, f"app-editing-{width}.png")
+    app.screenshot(path=str(shots / f"app-editing-{width}.png"))
     editor.fill("I knock at the door")
     app.locator(".sw-editor-save").click()
     story.get_by_text("You knock, and the sound rolls").wait_for(timeout=TURN)
@@ -172,7 +173,7 @@ def _at_the_table(page, base, token, width) -> None:
     lore.locator(".sw-cards").get_by_text("fired").first.wait_for(timeout=30 * SECOND)
     meter = app.locator(".sw-meter-words")
     assert "tokens of the" in meter.inner_text() and "lore and knowledge" in meter.inner_text()
-    _shot(app, f"app-lore-{width}.png")
+    app.screenshot(path=str(shots / f"app-lore-{width}.png"))
     _close(app, "Lore")
 
     # A save point's label is shown whole, its time included.
@@ -214,7 +215,7 @@ def _at_the_table(page, base, token, width) -> None:
     page.locator(".sw-transcript").get_by_text("I ask Mara").wait_for(timeout=60 * SECOND)  # the cell below
     page.wait_for_timeout(4 * SECOND)  # Run All has finished and scrolled to the last cell
     assert _app_in_view(page), "Run All left the app out of view"
-    _shot(app, f"app-{width}.png")
+    app.screenshot(path=str(shots / f"app-{width}.png"))
 
 
 def _written(app) -> None:
@@ -232,11 +233,6 @@ def _open(app, title: str):
 def _close(app, title: str) -> None:
     section_header(app, title).click()
     app.locator(f".sw-panel-{title.lower()}").wait_for(state="hidden", timeout=30 * SECOND)
-
-
-def _shot(app, name: str) -> None:
-    EVIDENCE.mkdir(exist_ok=True)
-    app.screenshot(path=str(EVIDENCE / name))
 
 
 _EDITOR_BETWEEN = """() => {
