@@ -166,6 +166,19 @@ class Tuning:
     # varied: the memories are recalled for the input, so they get more.
     memory_share: float = 0.4
     summary_share: float = 0.4
+    # ------------------------------------------------ memory recall: played lines
+    # Played lines (and earlier summaries) offered beside the memories' top_k,
+    # at most this many per prompt; 0 recalls memories only. Lines still in
+    # the history window are never offered (the builder knows the window).
+    recall_lines: int = 8
+    # Units the recall returns for the builder to filter by the window and
+    # pack into the share: at a 4,096 budget a conversation's history window
+    # holds ~80 short lines, and the newest story lines score high against
+    # the query's story parts, so the best 40 were often all inside it.
+    recall_candidates: int = 120
+    # A unit scoring under this (best weighed cosine plus the lexical share)
+    # is not offered. 0 offers the best whatever they score.
+    recall_floor: float = 0.0
 
     def __post_init__(self) -> None:
         wrong = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
