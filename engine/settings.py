@@ -31,7 +31,8 @@ from .search.tuning import DEFAULT as DEFAULT_TUNING
 from .search.tuning import Tuning
 from .store import SettingRow
 
-__all__ = ["DEFAULT_NARRATOR_PROMPT", "SPECS", "Settings", "Spec", "load", "save", "setting"]
+__all__ = ["DEFAULT_NARRATOR_PROMPT", "SAMPLERS", "SPECS", "STOP_LIMIT", "Settings", "Spec", "load", "save", "setting",
+           "stop_list"]
 
 DEFAULT_NARRATOR_PROMPT = (
     "You are the narrator of an interactive story. Write in the second person, present "
@@ -69,6 +70,7 @@ class Spec:
     step: float | None = None
     placeholder: str = ""
     long: bool = False  # many lines of text (a Textarea in the panel)
+    sampler: bool = False  # sent to the narrator only when set; the panel resets them together
 
     def bounds_words(self) -> str:
         """'between 16 and 32,768 tokens', 'at least 1', '' when unbounded."""
@@ -167,6 +169,22 @@ class Settings:
                                      panel=True, step=50)
     temperature: float = setting(0.8, "Temperature", "0 is most predictable; 2 is wild.", low=0.0, high=2.0,
                                  panel=True, step=0.1)
+    # Samplers beyond temperature, each sent only when set (None): unset, the
+    # embedded model keeps the values measured for it (engine.providers.embedded:
+    # repeat penalty 1.3, min-p 0.05, top-p 0.95) and a server keeps its own.
+    top_p: float | None = setting(None, "Top-p", "Keep only the likeliest tokens that together reach this "
+                                  "probability (1 keeps all). Empty: the narrator's own (0.95 embedded).",
+                                  low=0.01, high=1.0, panel=True, step=0.05, sampler=True)
+    min_p: float | None = setting(None, "Min-p", "Drop tokens less likely than this share of the likeliest "
+                                  "(0 keeps all). Empty: the narrator's own (0.05 embedded).", low=0.0, high=1.0,
+                                  panel=True, step=0.01, sampler=True)
+    repeat_penalty: float | None = setting(None, "Repetition penalty", "Above 1 makes words already written "
+                                           "less likely (1 is off). Empty: the narrator's own (1.3 embedded, "
+                                           "measured: below 1.2 the 135M model loops).", low=1.0, high=2.0,
+                                           panel=True, step=0.05, sampler=True)
+    stop_strings: str = setting("", "Stop strings", "The reply ends where one of these appears; separate them "
+                                "with |, and write \\n for a new line (e.g. \\n> | THE END). At most 4.",
+                                panel=True, placeholder="\\n> | THE END", sampler=True)
     # Thinking kept per turn (a reasoning model's chain of thought is not story
     # and is not sent back; this caps what is stored and shown).
     max_reasoning_tokens: int = setting(4096, "Thinking kept", "How much of a reasoning model's thinking is "
@@ -268,6 +286,9 @@ class Settings:
                 example = f", e.g. {spec.placeholder}" if spec.placeholder else ""
                 problems.append(f"{_choice_words(self, name, True)} needs {name}{example}" if named else
                                 f"{_choice_words(self, name, False)}: fill in {spec.label}{example}")
+        if len(stop_list(self.stop_strings)) > STOP_LIMIT:
+            problems.append(f"{call('stop_strings')} may hold at most {STOP_LIMIT} (OpenAI-compatible servers "
+                            f"take no more), not {len(stop_list(self.stop_strings))}")
         if self.max_output_tokens >= self.context_budget:
             problems.append(f"{call('max_output_tokens')} must be smaller than {call('context_budget')} "
                             f"({_number(self.max_output_tokens)} is not less than {_number(self.context_budget)})")
@@ -286,6 +307,18 @@ class Settings:
         return self
 
 
+# The most stop strings a request carries: OpenAI's API takes four, and servers that copy it refuse more.
+STOP_LIMIT = 4
+
+
+def stop_list(text: str) -> list[str]:
+    """The stop strings of the setting: split at |, with \\n read as a new
+    line and \\| as a bar; blanks dropped."""
+    parts = (text or "").replace("\\|", "\x00").split("|")
+    out = [p.strip(" ").replace("\x00", "|").replace("\\n", "\n").replace("\\t", "\t") for p in parts]
+    return [p for p in out if p.strip()]
+
+
 def _choice_words(s: Settings, name: str, named: bool) -> str:
     """Who needs the setting: "narrator='endpoint'" for code, "My server" for people."""
     spec = SPECS[name]
@@ -301,6 +334,8 @@ def _spec_of(f) -> Spec:
 
 
 SPECS: dict[str, Spec] = {f.name: _spec_of(f) for f in fields(Settings) if f.init}
+# The samplers beyond temperature, in the panel's order (sent only when set).
+SAMPLERS = tuple(name for name, spec in SPECS.items() if spec.sampler)
 _NAMES = set(SPECS)
 # `Workbench.configure` keywords that are not stored fields but set one.
 _SHORTCUTS = {"endpoint": "sets endpoint_url and selects the endpoint narrator"}

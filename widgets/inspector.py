@@ -102,12 +102,28 @@ def summary_html(turn, number: int | None = None) -> Html:
         f"{'verified' if window.get('verified') else 'not verified'}"
         f"{'; it caps the budget' if window.get('capped') else ''}).",
         f"History: the newest {_n(history.included)} of {_n(history.total)} story lines.",
+        *_rules_lines(turn.accounting.get("rules") if isinstance(turn.accounting.get("rules"), dict) else {}),
     ]
     place = f"Turn {number}" if number else "A turn not on the story being read"
     take = f", take {turn.take} of {turn.takes}" if turn.takes > 1 else ""
     head = f"{place}{take} · narrator {turn.narrator or '?'} · id {turn.id}"
     items = Html("").join(html.tag("li", line) for line in lines)
     return html.tag("div", html.tag("b", head) + html.tag("ul", items, style="margin:.3em 0"))
+
+
+_SAMPLER_WORDS = {"top_p": "top-p", "min_p": "min-p", "repeat_penalty": "repetition penalty", "stop": "stop strings"}
+
+
+def _rules_lines(rules: dict) -> list[str]:
+    """What the turn sent beyond the prompt and what the narration's rules changed, in words."""
+    chosen = rules.get("sampling")
+    if not isinstance(chosen, dict):
+        return []
+    if not chosen:
+        return ["Samplers: none set; the narrator's own top-p, min-p, repetition penalty and stops."]
+    said = ", ".join(f"{_SAMPLER_WORDS.get(k, k)} {' · '.join(repr(x) for x in v) if isinstance(v, list) else v}"
+                     for k, v in chosen.items())
+    return [f"Samplers sent: {said}; the rest the narrator's own."]
 
 
 def _n(value) -> str:

@@ -19,7 +19,7 @@ import ipywidgets as w
 
 from engine import Campaign, html
 from engine.html import Html
-from engine.settings import SPECS, Spec, propose
+from engine.settings import SAMPLERS, SPECS, Spec, propose
 
 from .common import Message
 from .runner import Runner, describe_error
@@ -37,6 +37,8 @@ def _control(name: str, spec: Spec, kind: str) -> w.Widget:
     # No side margins: ipywidgets' default 2 px beside a 100% width scrolled the panel sideways at 900 px.
     common = dict(tooltip=spec.tooltip(name), layout=w.Layout(width="100%", max_width="34em", margin="2px 0"))
     labelled = dict(description=spec.label, style={"description_width": "10em"}, **common)
+    if _optional(name) and kind in ("int", "float"):  # empty is a value: "not set, the narrator's own"
+        return w.Text(placeholder=spec.placeholder or "not set: the narrator's own", **labelled)
     if spec.choices:
         return w.Dropdown(options=[(words, value) for value, words in spec.choices], **labelled)
     if kind == "bool":  # the help is in the tooltip: a long description would not wrap at 900 px
@@ -71,6 +73,11 @@ class SettingsPanel(w.VBox):
         for name, control in self.controls.items():
             control.add_class(f"sw-setting-{name}")
         self.apply = w.Button(description="Apply", button_style="primary", tooltip="Save the changes above.")
+        self.reset_sampling = w.Button(description="Reset samplers", tooltip="Top-p, min-p, repetition penalty "
+                                       "and stop strings back to not set: the narrator's own (for the embedded "
+                                       "model, the values measured for it).")
+        self.reset_sampling.add_class("sw-reset-samplers")
+        self.reset_sampling.on_click(lambda _: self.reset_samplers())
         self.test = w.Button(description="Test connection", tooltip="Ask the narrator (and your server) whether "
                              "it answers, and how big its window is.")
         self.note = w.HTML()
@@ -83,8 +90,9 @@ class SettingsPanel(w.VBox):
         for chooser in ("narrator", "embedder"):
             if chooser in self.controls:
                 self.controls[chooser].observe(lambda _: self._show_relevant(), "value")
-        super().__init__([*self.controls.values(), self.note, w.HBox([self.apply, self.test]), self.message,
-                          self.report])
+        super().__init__([*self.controls.values(), self.note,
+                          w.HBox([self.apply, self.test, self.reset_sampling], layout=w.Layout(flex_flow="row wrap")),
+                          self.message, self.report])
         self.refresh()
 
     # kept as attributes: code and tests reach the common fields by name
@@ -100,7 +108,9 @@ class SettingsPanel(w.VBox):
     def refresh(self) -> None:
         s = self.workbench.settings
         for name, control in self.controls.items():
-            control.value = getattr(s, name)
+            value = getattr(s, name)
+            control.value = ("" if value is None else f"{value:g}") if isinstance(control, w.Text) and \
+                _optional(name) and _kind(name) in ("int", "float") else value
         self._budget_shown = s.context_budget
         self._show_relevant()
 
@@ -133,8 +143,7 @@ class SettingsPanel(w.VBox):
     def changes(self) -> dict:
         """What the reader changed, among the fields the chosen narrator and embedder use."""
         s, chosen = self.workbench.settings, self._chosen()
-        wanted = {name: (c.value.strip() if isinstance(c.value, str) else c.value)
-                  for name, c in self.controls.items() if chosen.applies(name)}
+        wanted = {name: _read(name, c.value) for name, c in self.controls.items() if chosen.applies(name)}
         if s.follows("context_budget") and wanted.get("context_budget") == chosen.context_budget:
             wanted.pop("context_budget")  # the budget shown is the one it follows: it keeps following
         return {k: v for k, v in wanted.items() if v != getattr(s, k)}
@@ -143,7 +152,11 @@ class SettingsPanel(w.VBox):
         """Apply what changed, bounds first (with a sentence for each value
         brought inside them), then the rules between settings, in labels; an
         old connection report no longer describes it, so it goes."""
-        changes = self.changes()
+        try:
+            changes = self.changes()
+        except ValueError as exc:
+            self.message.say(f"Not changed: {exc}", error=True)
+            return
         if not changes:
             self.message.say("Nothing to change.")
             return
@@ -152,7 +165,8 @@ class SettingsPanel(w.VBox):
             used, note = adjust(name, value)
             if note:
                 changes[name], notes = used, [*notes, note]
-                self.controls[name].value = used
+                control = self.controls[name]
+                control.value = f"{used:g}" if isinstance(control, w.Text) and not isinstance(used, str) else used
         try:
             problems = propose(self.workbench.settings, changes).problems(named=False)
         except Exception as exc:  # noqa: BLE001 - the refusal, in words
@@ -169,6 +183,17 @@ class SettingsPanel(w.VBox):
         self._show_relevant()
         labels = ", ".join(SPECS[name].label for name in changes)
         self.message.say(" ".join([f"Saved: {labels}.", *notes, "Test the connection to check it."]))
+
+    def reset_samplers(self) -> None:
+        """Every sampler back to not set: nothing is sent, the narrator keeps its own."""
+        try:
+            self.workbench.configure(**dict.fromkeys([n for n in SAMPLERS if n != "stop_strings"]), stop_strings="")
+        except Exception as exc:  # noqa: BLE001 - the refusal, in words
+            self.message.say(describe_error(exc), error=True)
+            return
+        self.refresh()
+        self.message.say("Samplers reset: top-p, min-p, repetition penalty and stop strings are the narrator's own "
+                         "again (nothing is sent for them).")
 
     def test_connection(self) -> None:
         """Probe in the background: an unreachable server can take seconds to time out."""
@@ -190,6 +215,30 @@ class SettingsPanel(w.VBox):
             self.test.disabled = False
             self.report.value = ""
             self.message.say("A turn is running: test the connection when it has finished.", error=True)
+
+
+def _optional(name: str) -> bool:
+    from engine.settings import _KINDS
+
+    return _KINDS[name].endswith("| None")
+
+
+def _read(name: str, value):
+    """A control's value as the setting takes it: text trimmed, and a number
+    that may be empty read from its text (empty: not set)."""
+    if not isinstance(value, str):
+        return value
+    value = value.strip()
+    if not (_optional(name) and _kind(name) in ("int", "float")):
+        return value
+    if not value:
+        return None
+    try:
+        number = float(value.replace(",", "."))
+    except ValueError:
+        raise ValueError(f"{SPECS[name].label} must be a number, such as {SPECS[name].low or 0.9:g}, or empty "
+                         f"(not set), not {value!r}.") from None
+    return int(number) if _kind(name) == "int" and number.is_integer() else number
 
 
 def _kind(name: str) -> str:

@@ -33,6 +33,19 @@ class Prompt:
     # Words the reply should name (engine.narrative.steer_words): a narrator
     # that can bias its own sampling (`steers`) favours them until one is written.
     steer: tuple[str, ...] = ()
+    # Samplers the reader set (engine.settings.SAMPLERS); None and () mean
+    # "not set": nothing is sent, and the narrator keeps its own default.
+    top_p: float | None = None
+    min_p: float | None = None
+    repeat_penalty: float | None = None
+    stop: tuple[str, ...] = ()
+
+    @property
+    def sampling(self) -> dict:
+        """The samplers set for this prompt, as they are sent (only those set)."""
+        out = {k: v for k, v in (("top_p", self.top_p), ("min_p", self.min_p),
+                                 ("repeat_penalty", self.repeat_penalty)) if v is not None}
+        return {**out, "stop": list(self.stop)} if self.stop else out
 
     @property
     def user_text(self) -> str:

@@ -233,11 +233,12 @@ class LocalNarrator:
         """What the worker is asked for `prompt`: story sampling (opening,
         steer, DRY) for narration only, memory and summary requests plain."""
         narrate = prompt.task == "narrate"
+        chosen = prompt.sampling if narrate else {}  # the reader's samplers are for the story only
         return {
             "messages": [{"role": "system", "content": prompt.system},
                          {"role": "user", "content": prompt.user_text}],
             "max_tokens": prompt.max_tokens, "temperature": prompt.temperature,
-            "repeat_penalty": REPEAT_PENALTY, **SAMPLING, "seed": self.seed,
+            "repeat_penalty": REPEAT_PENALTY, **SAMPLING, **chosen, "seed": self.seed,
             "cache_reuse": REUSE_CHUNK if self.cache_reuse else 0,
             # Memory and summary requests run beside the story's cache, not over it.
             "slot": STORY_SLOT if narrate else prompt.task,

@@ -145,6 +145,17 @@ def _status_error(status: int, message: str, base: str, model: str) -> NarratorE
     return NarratorError(f"The endpoint returned HTTP {status}.{said} {advice}")
 
 
+def _samplers(chosen: dict) -> dict:
+    """The samplers the reader set, in the names servers read: top_p, min_p
+    and stop as OpenAI's API and llama.cpp, vLLM and Ollama name them; the
+    repetition penalty under llama.cpp's name (repeat_penalty) and vLLM's
+    (repetition_penalty), since each ignores the other's. Nothing unset is sent."""
+    out = {k: chosen[k] for k in ("top_p", "min_p", "stop") if k in chosen}
+    if "repeat_penalty" in chosen:
+        out["repeat_penalty"] = out["repetition_penalty"] = chosen["repeat_penalty"]
+    return out
+
+
 def _ms(value) -> float | None:
     return round(float(value), 3) if isinstance(value, int | float) and math.isfinite(value) and value >= 0 else None
 
@@ -377,7 +388,7 @@ class OpenAINarrator:
     # ------------------------------------------------------------ the request
     def _request(self, prompt: Prompt) -> tuple[str, dict]:
         body = {"model": self.model, "temperature": prompt.temperature, "max_tokens": prompt.max_tokens,
-                "stream": True, "stream_options": {"include_usage": True}}
+                "stream": True, "stream_options": {"include_usage": True}, **_samplers(prompt.sampling)}
         messages = [{"role": "system", "content": prompt.system},
                     {"role": "user", "content": prompt.user_text}]
         if self.api_mode == "completion":

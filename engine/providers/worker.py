@@ -532,15 +532,18 @@ def _generate(conn, llama, spec: dict, slots: Slots | None = None) -> None:
     sampling = {"max_tokens": spec["max_tokens"], "temperature": spec["temperature"],
                 "repeat_penalty": spec["repeat_penalty"], "stream": True, "seed": spec.get("seed"),
                 **{k: spec[k] for k in SAMPLING_FIELDS if spec.get(k) is not None}}
+    stops = [s for s in spec.get("stop") or () if isinstance(s, str) and s]  # the reader's stop strings
     dry = float(spec.get("dry_multiplier") or 0.0)
     llama.dry = {"multiplier": dry, "last_n": llama.n_ctx()} if dry > 0 else None
     opened = opened_prompt(llama, messages, spec.get("opening") or "")
     processors = _processors(llama, spec, opened is not None)
     if opened is None:
-        stream = llama.create_chat_completion(messages=messages, logits_processor=processors, **sampling)
+        stream = llama.create_chat_completion(messages=messages, logits_processor=processors, stop=stops or None,
+                                              **sampling)
     else:
         tokens, stop, stopping = opened
-        stream = llama.create_completion(tokens, stop=stop, stopping_criteria=stopping,
+        stop = [*([stop] if isinstance(stop, str) else stop or []), *stops]
+        stream = llama.create_completion(tokens, stop=stop or None, stopping_criteria=stopping,
                                          logits_processor=processors, **sampling)
     stopped = False
     for chunk in stream:

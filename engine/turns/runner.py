@@ -21,7 +21,7 @@ from ..errors import NarratorError, NotAllowed, TurnCancelled, TurnFailed
 from ..memory.derived import status as derived_status
 from ..providers import Narrator, Prompt, Reasoning, Status, Text, Usage
 from ..providers.window import Window, effective_budget
-from ..settings import Settings
+from ..settings import Settings, stop_list
 from ..store import CampaignRow, Database, NodeRow, TurnRecordRow
 from ..story import StoryTree
 from .inputs import direction_line, player_line
@@ -215,6 +215,12 @@ def _joined(before: str, after: str, tight: bool = False) -> str:
     return before + ("" if tight or after[0] in ",.;:!?…'’\")]" else " ") + after
 
 
+def sampling_of(settings: Settings) -> dict:
+    """The samplers the reader set, for the Prompt (none set: nothing sent)."""
+    return {"top_p": settings.top_p, "min_p": settings.min_p, "repeat_penalty": settings.repeat_penalty,
+            "stop": tuple(stop_list(settings.stop_strings))}
+
+
 def _opens(narrator) -> bool:
     """Only a narrator that can write on from words it did not choose is given them."""
     return bool(getattr(narrator, "continues_opening", False))
@@ -335,7 +341,7 @@ def run_turn(
     steer = tuple(narrative.steer_words(*plan.answered, known)) \
         if settings.steer_named and getattr(narrator, "steers", False) else ()
     prompt = Prompt(plan.built.system, plan.built.story, settings.max_output_tokens, settings.temperature,
-                    opening=opening, steer=steer)
+                    opening=opening, steer=steer, **sampling_of(settings))
     takes = settings.uptake_takes if getattr(narrator, "judge_starts", False) else 1
     asked, set_aside = 0, []
     judged = _judge(plan.answered, takes, known)
@@ -374,6 +380,7 @@ def run_turn(
     rules["asked"] = asked
     rules["opening"] = opening
     rules["steered"] = list(steer)
+    rules["sampling"] = prompt.sampling  # what the reader set and was sent; unset samplers are the narrator's own
     rules["set_aside"] = set_aside  # the starts of takes stopped for not taking up the input
     accounting = classify_usage(
         usage.as_dict(), estimate=report.tokens.estimate, budget=report.tokens.budget,
