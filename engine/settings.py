@@ -219,6 +219,11 @@ class Settings:
                                  "history goes in blocks of 1/N of the window (4: a quarter), which keeps the "
                                  "server's prompt cache warm.", low=0, high=64, zero="one line at a time",
                                  panel=True)
+    # engine.narrative.prose.hold_rules: a reply narrated as "I" is turned to "you", except speech (quoted,
+    # or reported after a colon or a speech verb), link text and code; each turn's record lists the changes.
+    first_person_repair: bool = setting(True, "Repair first person", "A reply the narrator wrote as \"I\" is "
+                                        "turned to \"you\" (speech, link text and code are left as written); "
+                                        "each turn's record lists what changed.", panel=True)
     # Ask the narrator to append a ```state block of typed events each turn.
     state_protocol: bool = setting(True, "Narrative state", "Ask the narrator for state events (who, where, "
                                    "what is carried).", panel=True)

@@ -116,14 +116,22 @@ _SAMPLER_WORDS = {"top_p": "top-p", "min_p": "min-p", "repeat_penalty": "repetit
 
 def _rules_lines(rules: dict) -> list[str]:
     """What the turn sent beyond the prompt and what the narration's rules changed, in words."""
+    lines = []
+    changed = rules.get("first_person_changes")
+    if isinstance(changed, list) and changed:
+        words = ", ".join(f"{c.get('was')} → {c.get('now')}" for c in changed[:12] if isinstance(c, dict))
+        more = f" and {len(changed) - 12} more" if len(changed) > 12 else ""
+        lines.append(f"First person repaired (narration only; speech, links and code as written): {words}{more}.")
+    elif rules.get("first_person_repair") is False:
+        lines.append("First-person repair: off.")
     chosen = rules.get("sampling")
     if not isinstance(chosen, dict):
-        return []
+        return lines
     if not chosen:
-        return ["Samplers: none set; the narrator's own top-p, min-p, repetition penalty and stops."]
+        return [*lines, "Samplers: none set; the narrator's own top-p, min-p, repetition penalty and stops."]
     said = ", ".join(f"{_SAMPLER_WORDS.get(k, k)} {' · '.join(repr(x) for x in v) if isinstance(v, list) else v}"
                      for k, v in chosen.items())
-    return [f"Samplers sent: {said}; the rest the narrator's own."]
+    return [*lines, f"Samplers sent: {said}; the rest the narrator's own."]
 
 
 def _n(value) -> str:

@@ -13,8 +13,8 @@ import re
 from .extract import split
 
 __all__ = ["PROMPT_LABELS", "RULE_PROMPT_LABEL", "cut_to_sentence", "drop_copied", "echoed_prompt",
-           "ends_at_sentence", "first_person", "hold_rules", "named_things", "outside_quotes", "reply_opening",
-           "second_person", "takes_up"]
+           "ends_at_sentence", "first_person", "hold_rules", "named_things", "narration_only", "outside_quotes",
+           "reply_opening", "second_person", "second_person_changes", "takes_up"]
 
 # A sentence end: . ! ? or … followed by any closing quotes or brackets, then
 # whitespace or the end of the text.
@@ -30,6 +30,47 @@ def outside_quotes(text: str) -> str:
     """`text` with quoted speech (and an unclosed quote to the end) blanked,
     same length, so positions still match."""
     return _QUOTE_SPAN.sub(lambda m: " " * len(m.group()), text or "")
+
+
+# Words that introduce what someone says: what follows them (to the end of
+# the sentence) is their speech, reported without quotes ("The old man says:
+# I have seen the black ship."), and keeps its own "I".
+_SPEECH_VERBS = ("say", "says", "said", "ask", "asks", "asked", "whisper", "whispers", "whispered", "shout",
+                 "shouts", "shouted", "reply", "replies", "replied", "answer", "answers", "answered", "mutter",
+                 "mutters", "muttered", "cry", "cries", "cried", "call", "calls", "called", "yell", "yells", "yelled",
+                 "murmur", "murmurs", "murmured", "tell", "tells", "told", "write", "writes", "wrote", "read",
+                 "reads", "declare", "declares", "declared", "explain", "explains", "explained", "insist",
+                 "insists", "insisted", "add", "adds", "added", "continue", "continues", "continued")
+_REPORTED = re.compile(r"(?:\b(?:" + "|".join(_SPEECH_VERBS) + r")\b(?:\s+(?:you|him|her|them|me|us))?\s*[:,]?|:)"
+                       r"([^.!?…\n]*)", re.IGNORECASE)
+# Link text and code are the reader's or the page's, never narration: [click me], `rm -rf`.
+_LINK_OR_CODE = re.compile(r"\[[^\[\]\n]*\](?:\([^()\n]*\))?|`[^`\n]*`")
+
+
+def _kept_spans(text: str) -> list[tuple[int, int]]:
+    """Where the first-person repair never writes: quoted speech, speech
+    reported after a colon or a speech verb (to the end of its sentence),
+    link text and code. Sorted and merged."""
+    spans = [m.span() for m in _QUOTE_SPAN.finditer(text)]
+    spans += [m.span(1) for m in _REPORTED.finditer(text) if m.group(1).strip()]
+    spans += [m.span() for m in _LINK_OR_CODE.finditer(text)]
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def narration_only(text: str) -> str:
+    """`text` with everything the repair must not touch blanked (speech,
+    quoted or reported, link text, code), same length."""
+    text = text or ""
+    out = list(text)
+    for start, end in _kept_spans(text):
+        out[start:end] = " " * (end - start)
+    return "".join(out)
 
 
 def ends_at_sentence(text: str) -> bool:
@@ -55,8 +96,8 @@ def cut_to_sentence(text: str) -> tuple[str, str]:
 
 
 def first_person(text: str) -> bool:
-    """Narration as "I" outside quoted speech."""
-    return bool(_FIRST.search(outside_quotes(text)))
+    """Narration as "I": outside quoted or reported speech, link text and code."""
+    return bool(_FIRST.search(narration_only(text)))
 
 
 _SWAPS = (
@@ -67,20 +108,33 @@ _SWAPS = (
 
 
 def second_person(text: str) -> str:
-    """First-person narration turned to "you", quoted speech untouched: the
-    repair when a model narrates as "I". A sentence that begins with the
-    swapped word is capitalised again."""
-    quoted = [m.span() for m in _QUOTE_SPAN.finditer(text or "")]
-    pieces, last = [], 0
-    for start, end in quoted + [(len(text), len(text))]:
+    """First-person narration turned to "you": the repair when a model
+    narrates as "I". Speech (quoted, or reported after a colon or a speech
+    verb), link text and code are left as written. A sentence that begins
+    with the swapped word is capitalised again."""
+    return second_person_changes(text)[0]
+
+
+def second_person_changes(text: str) -> tuple[str, list[dict]]:
+    """`second_person(text)` and each change it made: {"was", "now"}, the
+    words as they stood and as they were written."""
+    text = text or ""
+    kept = _kept_spans(text)
+    pieces, changes, last = [], [], 0
+    for start, end in kept + [(len(text), len(text))]:
         part = text[last:start]
         for pattern, replacement in _SWAPS:
-            part = re.sub(pattern, replacement, part)
+            part = re.sub(pattern, lambda m, r=replacement: _note(changes, m.group(), r), part)
         part = re.sub(r"(^|[.!?…]\s+)(you|your)\b", lambda m: m.group(1) + m.group(2).capitalize(), part)
         pieces.append(part)
         pieces.append(text[start:end])
         last = end
-    return "".join(pieces)
+    return "".join(pieces), changes
+
+
+def _note(changes: list[dict], was: str, now: str) -> str:
+    changes.append({"was": was, "now": now})
+    return now
 
 
 # A story direction that opens with one of these is an order to the narrator
@@ -159,11 +213,12 @@ def echoed_prompt(text: str) -> tuple[str, list[str]]:
 _PLAYER_MARKER = re.compile(r"\A\s*(?:>\s*)+")
 
 
-def hold_rules(prose: str, earlier: str = "") -> tuple[str, dict]:
+def hold_rules(prose: str, earlier: str = "", repair_person: bool = True) -> tuple[str, dict]:
     """The reply as it is stored, and what was changed to hold the narration's
     rules: a leading player's marker ("> ") taken off, sentences `earlier`
     (the story the prompt showed) already holds dropped (`drop_copied`),
-    first-person narration outside quotes turned to "you", then the text cut
+    first-person narration turned to "you" (speech, link text and code left
+    as written; each change listed; `repair_person=False` leaves it), then the text cut
     back to its last complete sentence (the cut part is returned as `tail`,
     kept with the take's record so Continue goes on from a whole sentence and
     a reader can still see what was cut)."""
@@ -172,9 +227,10 @@ def hold_rules(prose: str, earlier: str = "") -> tuple[str, dict]:
     prose = prose[marker.end():] if unmarked else prose
     prose, echoes = echoed_prompt(prose)
     prose, copies = drop_copied(prose, earlier) if earlier else (prose, 0)
-    repaired = first_person(prose)
+    repaired = repair_person and first_person(prose)
+    person_changes: list[dict] = []
     if repaired:
-        prose = second_person(prose)
+        prose, person_changes = second_person_changes(prose)
     kept, tail = cut_to_sentence(prose)
     # Cutting can bring an echoed instruction from the middle to the new end,
     # where the clean-up removes it; when that instruction was all the complete
@@ -189,7 +245,8 @@ def hold_rules(prose: str, earlier: str = "") -> tuple[str, dict]:
     if closed:  # not one complete sentence to cut back to: marked as trailing off, and as cut
         kept = kept.rstrip(" ,;:—-") + "…"
     return kept, {"first_person_repaired": repaired, "tail": tail, "trailed_off": closed, "dropped_copies": copies,
-                  "marker_dropped": unmarked, "prompt_echoes": echoes}
+                  "marker_dropped": unmarked, "prompt_echoes": echoes, "first_person_changes": person_changes,
+                  "first_person_repair": repair_person}
 
 
 # Words that name nothing: articles, pronouns, prepositions, conjunctions,

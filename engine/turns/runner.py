@@ -372,11 +372,12 @@ def run_turn(
         kept = _stored_part(carried)
         # Written on from the passage itself, a reply that starts without a space goes on with the word.
         tight = bool(plan.built.opening) and raw[:1].isalnum()
-        prose, rules = narrative.hold_rules(_joined(carried[len(kept):], prose, tight), _joined(known, kept))
+        prose, rules = narrative.hold_rules(_joined(carried[len(kept):], prose, tight), _joined(known, kept),
+                                            repair_person=settings.first_person_repair)
         prose = _joined(kept, prose)
         rules["extended"] = {"node_id": plan.extend_of, "carried_words": len(carried.split())}
     else:
-        prose, rules = narrative.hold_rules(prose, known)
+        prose, rules = narrative.hold_rules(prose, known, repair_person=settings.first_person_repair)
     rules["asked"] = asked
     rules["opening"] = opening
     rules["steered"] = list(steer)
