@@ -158,14 +158,21 @@ def _memory_line(memory: dict) -> str:
     return ("- [inferred] " if memory.get("authority") == "heuristic" else "- ") + memory["text"]
 
 
-def _live_sections(inputs: Inputs, room: int, tuning) -> tuple[list[tuple[str, str, str]], list[dict]]:
-    """The summary, then memories by similarity, within their share of `room`.
+def _live_sections(inputs: Inputs, room: int, tuning, top_k: int = 5, window_start: int | None = None
+                   ) -> tuple[list[tuple[str, str, str]], list[dict], list[dict]]:
+    """The summary, then recalled units (memories, played lines, earlier
+    summaries) in their ranked order, within their share of `room`; returns
+    the sections, what was dropped, and the units kept.
 
     They are priced before history like the protected sections, but they are
     not protected: a model that ignores the word limits must not make the
     campaign unplayable, so what does not fit is dropped and recorded. Together
     they take at most `tuning.memory_share` of the room (the summary at most `summary_share`
-    of that, cut at a sentence end), so the story itself keeps the rest."""
+    of that, cut at a sentence end), so the story itself keeps the rest.
+    A unit whose story is still inside the history window (depth at or
+    past `window_start`) is not offered: the story itself is there. At most
+    `top_k` memories and `tuning.recall_lines` other units are kept, shown
+    in story order (oldest first)."""
     out, dropped = [], []
     room = int(room * tuning.memory_share)
     summary = inputs.summary.strip()
@@ -178,17 +185,45 @@ def _live_sections(inputs: Inputs, room: int, tuning) -> tuple[list[tuple[str, s
         else:
             dropped.append({"section": "story_summary", "tokens": tokens.count(summary)})
     kept, spent = [], tokens.count(MEMORY_HEADER) + 1
+    room_left = {"memory": max(1, top_k), "other": getattr(tuning, "recall_lines", 0)}
+    unfit = 0
     for memory in inputs.memories:
+        kind = "memory" if memory.get("unit", "memory") == "memory" else "other"
+        if kind == "other" and _inside(memory, window_start):
+            continue
+        if room_left[kind] <= 0:
+            continue
         cost = tokens.count(_memory_line(memory)) + 1
         if spent + cost <= room:
             kept.append(memory)
             spent += cost
+            room_left[kind] -= 1
         else:
-            dropped.append({"section": "memories", "id": memory.get("id"), "tokens": cost})
+            unfit += 1
+    if unfit:
+        dropped.append({"section": "memories", "units": unfit})
     if kept:
-        lines = "\n".join(_memory_line(m) for m in kept)
-        out.append(("memories", f"{MEMORY_HEADER}\n{lines}", f"{len(kept)} retrieved by similarity to the recent story"))
-    return out, dropped
+        shown = sorted(kept, key=lambda m: (m.get("end") is None, m.get("end") or 0, m.get("start") or 0))
+        lines = "\n".join(_memory_line(m) for m in shown)
+        out.append(("memories", f"{MEMORY_HEADER}\n{lines}", f"{len(kept)} recalled for the input and the recent story"))
+    return out, dropped, kept
+
+
+def _inside(unit: dict, window_start: int | None) -> bool:
+    """Whether a recalled line or earlier summary stands for story the history
+    window still holds. Memories are offered wherever they came from, as
+    before: a memory the reader wrote is anchored at the head."""
+    start = unit.get("start")
+    return (window_start is not None and unit.get("unit", "memory") != "memory" and start is not None
+            and start >= window_start)
+
+
+def _oldest_included(fetched, info: dict) -> int | None:
+    """The depth of the oldest story node the history section holds."""
+    lines, included = fetched[0], info["included"]
+    if not included:
+        return None
+    return lines[len(lines) - included].depth
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)]*\s+")
@@ -328,7 +363,8 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
     protected = reserved + transport + output + safety
     if protected >= room:
         raise _overflow(protected, reserved, transport, output, safety, budget, configured, ratio)
-    live, live_dropped = _live_sections(inputs, room - protected, settings.tuning)
+    top_k = getattr(settings, "memory_top_k", 5)
+    live, live_dropped, kept = _live_sections(inputs, room - protected, settings.tuning, top_k)
     reserved += _cost(live)
     available = room - protected - _cost(live)
     knowledge_sections, knowledge_report = [], {}
@@ -339,7 +375,27 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
         knowledge_sections = [(label, text, "retrieved: relevant to the recent story") for label, text in picked]
     knowledge_spent = sum(tokens.count(t) + tokens.count(SEPARATOR) for _, t, _ in knowledge_sections)
     history_budget = max(0, available - knowledge_spent)
-    chosen, info = _window_history(_fetch(history, history_budget), history_budget, output, settings.trim_fraction)
+    fetched = _fetch(history, history_budget)
+    chosen, info = _window_history(fetched, history_budget, output, settings.trim_fraction)
+    start = _oldest_included(fetched, info)
+    if start is not None and any(_inside(m, start) for m in kept):
+        # Recalled story still inside the window: choose again without it, and
+        # size the history for what the memories cost now. A history that
+        # grows with the room freed drops the units it now holds, unrefilled.
+        again, again_dropped, again_kept = _live_sections(inputs, room - protected, settings.tuning, top_k, start)
+        history_budget = max(0, history_budget + _cost(live) - _cost(again))
+        reserved += _cost(again) - _cost(live)
+        live, live_dropped, kept = again, again_dropped, again_kept
+        fetched = _fetch(history, history_budget)
+        chosen, info = _window_history(fetched, history_budget, output, settings.trim_fraction)
+        newer = _oldest_included(fetched, info)
+        if newer is not None and newer < start and any(_inside(m, newer) for m in kept):
+            kept = [m for m in kept if not _inside(m, newer)]
+            live = [s for s in live if s[0] != "memories"]
+            if kept:
+                shown = sorted(kept, key=lambda m: (m.get("end") is None, m.get("end") or 0, m.get("start") or 0))
+                live.append(("memories", MEMORY_HEADER + "\n" + "\n".join(_memory_line(m) for m in shown),
+                             f"{len(kept)} recalled for the input and the recent story"))
     if note:
         chosen.insert(max(0, len(chosen) - AUTHORS_NOTE_DEPTH), note)
     story_sections = [("history", SEPARATOR.join(chosen), f"newest {info['included']} of {history.total} nodes")]
@@ -375,7 +431,8 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
         "cards": [],
         # Inside the history section (AUTHORS_NOTE_DEPTH lines from its end); counted here too.
         "authors_note": {"tokens": tokens.count(note) if note else 0, "depth": AUTHORS_NOTE_DEPTH if note else None},
-        "memories": {**inputs.memory_report, "dropped_for_budget": [d for d in live_dropped if d["section"] == "memories"]},
+        "memories": {**inputs.memory_report, "used": kept, "candidates": len(inputs.memories),
+                     "dropped_for_budget": [d for d in live_dropped if d["section"] == "memories"]},
         "live_dropped": live_dropped,
         "summary": dict(inputs.summary_info),
         "knowledge": knowledge_report,

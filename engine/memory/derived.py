@@ -16,6 +16,7 @@ from sqlalchemy import select
 from ..store.memory_tables import DerivedStatusRow
 from ..store.models import utcnow
 from .bank import embed_pending, evict, write_due_memories
+from .lines import embed_story
 from .summary import summarise_if_due
 
 __all__ = ["KINDS", "run_derived", "status", "status_frame", "schedule", "running", "wait", "record"]
@@ -66,7 +67,8 @@ def run_derived(db, campaign_id: int, *, narrator, embedder, settings, knowledge
     if settings.auto_summarize:
         steps["summary"] = lambda: summarise_if_due(db, campaign_id, narrator, settings.model)
     if embedder is not None:
-        steps["embedding"] = lambda: embed_pending(db, campaign_id, embedder)
+        # Memories first, then the played lines and summaries (`lines`).
+        steps["embedding"] = lambda: embed_pending(db, campaign_id, embedder) + embed_story(db, campaign_id, embedder)
     if knowledge_step is not None:
         steps["knowledge"] = knowledge_step
     outcomes = {kind: _attempt(step) for kind, step in steps.items()}

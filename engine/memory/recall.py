@@ -25,12 +25,16 @@ from sqlalchemy import select
 from ..budget import tokens
 from ..search.recall import choose, rank_units, rarity_share
 from ..search.tuning import DEFAULT, Tuning
-from ..store.memory_tables import MemoryRow
+from ..store.memory_tables import MemoryRow, SummaryRow
 from ..story.lineage import Path
 from ..vectors import QUERIES
 from .bank import on_path, recent_story
 from .guard import terms
+from .lines import LINES, SUMMARIES, line_terms, load_vectors, spoken, text_hash
+from .lines import path_lines as lines_on_path
+from .summary import current
 from .vectors import CACHE, cache_key, cosines
+from .when import resolve
 
 __all__ = ["Recall", "recall", "query_text", "query_parts", "terms", "METHODS", "Judge"]
 
@@ -71,76 +75,190 @@ def query_parts(pending: str, story: list[str], tuning: Tuning = DEFAULT) -> lis
     return parts
 
 
-def _catalogue(session, path: Path, model_id: str) -> list[tuple[int, bool, str, str]]:
+def _catalogue(session, path: Path, model_id: str) -> list[tuple]:
     # Core execution on the session's connection: the ORM result layer cost
     # 3 ms of a 1,000-memory recall for rows that are plain tuples anyway.
     return session.connection().execute(
-        select(MemoryRow.id, MemoryRow.pinned, MemoryRow.authority, MemoryRow.text)
+        select(MemoryRow.id, MemoryRow.pinned, MemoryRow.authority, MemoryRow.text, MemoryRow.source_start,
+               MemoryRow.source_end)
         .where(on_path(path), MemoryRow.forgotten.is_(False), MemoryRow.vector_model == model_id)).all()
 
 
-def _part_cosines(embedder, vectors, parts: list[tuple[str, float]], query: str, method: str
+def _part_cosines(embedder, units, parts: list[tuple[str, float]], query: str, method: str
                   ) -> list[tuple[np.ndarray, float]]:
-    """Each query part's cosines over the bank, with its weight ("parts"), or
-    the whole query as one text at weight 1 ("single", the old way).
+    """Each query part's cosines over every unit (row for row with
+    `units.keys`), with its weight ("parts"), or the whole query as one text
+    at weight 1 ("single", the old way).
 
     The parts are embedded through the shared query-vector cache
     (`engine.vectors.QUERIES`), so only text no earlier query held is
     embedded: a turn's newest story nodes were the previous turn's parts
     too, and a single-paragraph node is also a part of the knowledge query
     embedded by the same model."""
+    def over(q):
+        return np.concatenate([cosines(held.vectors, q) for _, held in units.matrices()])
+
     if method == "single":
-        return [(cosines(vectors.vectors, embedder.embed([query])[0]), 1.0)]
+        return [(over(embedder.embed([query])[0]), 1.0)]
     queries = QUERIES.embed(embedder, [text for text, _ in parts])
-    return [(cosines(vectors.vectors, q), w) for q, (_, w) in zip(queries, parts, strict=True)]
+    return [(over(q), w) for q, (_, w) in zip(queries, parts, strict=True)]
 
 
 def recall(session, campaign_id: int, path: Path, embedder, top_k: int, pending: str = "",
            recent: list[str] | None = None, *, method: str = "parts", judge: Judge | None = None,
            tuning: Tuning = DEFAULT) -> Recall:
-    """The memories for the next prompt, scored by the search layer
-    (`engine.search.recall`) with `tuning`; the report records it."""
+    """The recall units for the next prompt, best first: the path's memories,
+    its played lines (`lines`) and its earlier summaries, scored together by
+    the search layer (`engine.search.recall`) with `tuning`; the report
+    records it. More candidates come back than a prompt holds: the builder
+    drops those still inside its history window and packs the rest into
+    the memories' share."""
     if embedder is None:
         return Recall(report={"used": [], "error": "No embedder is configured, so no memories are recalled."})
-    catalogue = _catalogue(session, path, embedder.model_id)
+    model = embedder.model_id
     n = tuning.recall_nodes
     story = recent_story(session, path, n) if recent is None else recent[-n:]
     query = query_text(session, path, pending, story, tuning)
     parts = query_parts(pending, story, tuning)
-    if not catalogue or not query.strip():
-        return Recall(report={"used": [], "considered": len(catalogue), "suppressed": [], "error": None})
-    ids = [c[0] for c in catalogue]
-
-    def load(missing):
-        return dict(session.execute(select(MemoryRow.id, MemoryRow.vector).where(MemoryRow.id.in_(missing))).all())
-
-    # Unit vectors as one matrix, row for row with `vectors.ids` (the ids that
-    # have one); the same matrix every turn the bank is unchanged. Keyed by the
-    # open database behind `session`, not by its path, which a file made again
-    # at that path would share.
-    vectors = CACHE.get(cache_key(session, campaign_id, embedder.model_id), ids, load)
+    units = _units(session, campaign_id, path, model, tuning)
+    if not units.keys or not query.strip():
+        return Recall(report={"used": [], "considered": len(units.keys), "suppressed": [], "error": None})
     try:
-        cosines_by_part = _part_cosines(embedder, vectors, parts, query, method)
+        cosines_by_part = _part_cosines(embedder, units, parts, query, method)
     except Exception as exc:  # noqa: BLE001 - a failed recall must not fail the turn
         return Recall(report={"used": [], "error": f"The query could not be embedded: {exc}"})
-    meta = {c[0]: c for c in catalogue}
     # The reader's own words, or on a Continue the newest story's.
     said = terms(parts[0][0]) if parts and method == "parts" else frozenset()
-    lexical = rarity_share(said, {i: meta[i][3] for i in vectors.ids}, terms)
-    found = rank_units(list(vectors.ids), cosines_by_part, lexical, tuning)
+    lexical = rarity_share(said, units.words, lambda words: words)
+    found = rank_units(units.keys, cosines_by_part, lexical, tuning)
     ranked = found.order
+    meta = units.meta
     judged = _judged(judge, parts, ranked[:tuning.judged], lexical, meta, tuning) if judge is not None else {}
     ranked = sorted(judged, key=judged.get, reverse=True) + ranked[len(judged):]
-    chosen, suppressed = choose(ranked, max(1, top_k), pinned={i for i in ranked if meta[i][1]},
-                                group={i: meta[i][2] for i in ranked}, vector_of=vectors.__getitem__,
+    floor = tuning.recall_floor
+    ranked = [k for k in ranked if meta[k].pinned or k in judged or found.score[k] >= floor]
+    # Memories as before: the pinned and the best of the rest, top_k in all.
+    # The played lines and earlier summaries beside them: more candidates
+    # than a prompt holds, for the builder to filter by its window.
+    chosen, suppressed = choose([k for k in ranked if k[0] == "memory"], max(1, top_k),
+                                pinned={k for k in ranked if meta[k].pinned},
+                                group={k: meta[k].authority for k in ranked}, vector_of=units.vector,
                                 bar=tuning.memory_redundant)
-    used = [{"id": i, "text": meta[i][3], "similarity": round(found.cosine[i], 4),
-             "lexical": round(lexical.get(i, 0.0), 4), "score": round(found.score[i], 4), "judged": i in judged,
-             "pinned": bool(meta[i][1]), "authority": meta[i][2], "source": source}
-            for i, source in _sources(session, chosen, ranked)]
-    return Recall(used, {"used": used, "considered": len(catalogue), "suppressed": suppressed, "error": None,
-                         "query": query[-200:], "parts": len(parts), "method": method,
-                         "tuning": tuning.record()})
+    others, repeats = choose([k for k in ranked if k[0] != "memory"], tuning.recall_candidates,
+                             group={k: k[0] for k in ranked}, vector_of=units.vector, bar=tuning.memory_redundant)
+    place = {k: n for n, k in enumerate(ranked)}
+    chosen = sorted(chosen + others, key=place.__getitem__)
+    sources = _sources(session, [k[1] for k in chosen if k[0] == "memory"])
+    used = [_entry(k, meta[k], found, lexical, k in judged, sources) for k in chosen]
+    counts = {kind: sum(1 for k in units.keys if k[0] == kind) for kind in ("memory", "line", "summary")}
+    return Recall(used, {"used": used, "considered": len(units.keys), "units": counts,
+                         "suppressed": [{"id": s["id"][1], "duplicate_of": s["duplicate_of"][1]} for s in suppressed],
+                         "repeated_lines": len(repeats),
+                         "error": None, "query": query[-200:], "parts": len(parts), "method": method,
+                         "floor": floor, "tuning": tuning.record()})
+
+
+def _entry(key, meta, found, lexical, judged: bool, sources: dict) -> dict:
+    """One recalled unit as the builder and the turn's report see it. A
+    memory keeps the fields it always had; a line or summary only what says
+    what it is and where it stands (a 300-turn record kept under 8 KB)."""
+    kind, i = key
+    out = {"id": i, "unit": kind, "text": meta.shown, "score": round(found.score[key], 4),
+           "similarity": round(found.cosine[key], 4), "lexical": round(lexical.get(key, 0.0), 4),
+           "start": meta.start, "end": meta.end}
+    if kind == "memory":
+        out.update(judged=judged, pinned=meta.pinned, authority=meta.authority, source=sources.get(i))
+    elif meta.when:
+        out["when"] = meta.when
+    return out
+
+
+@dataclass(frozen=True)
+class _Meta:
+    shown: str  # the text a prompt carries (a line with the time in force, relative days written out)
+    pinned: bool = False
+    authority: str = "accepted_story"
+    start: int | None = None  # the depths of the story it stands for
+    end: int | None = None
+    when: str = ""
+
+
+@dataclass
+class _Units:
+    """Every recall unit on the path: keys ("memory" | "line" | "summary", id),
+    their words, how each is shown, and one vector matrix per kind."""
+
+    keys: list = field(default_factory=list)
+    words: dict = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)
+    held: dict = field(default_factory=dict)  # kind -> Held
+
+    def vector(self, key) -> np.ndarray:
+        return self.held[key[0]][key[1]]
+
+    def matrices(self):
+        return [(kind, self.held[kind]) for kind in ("memory", "line", "summary") if len(self.held.get(kind, ()))]
+
+
+def _units(session, campaign_id: int, path: Path, model: str, tuning: Tuning) -> _Units:
+    out = _Units()
+    memories = _catalogue(session, path, model)
+
+    def load_memories(missing):
+        return dict(session.execute(select(MemoryRow.id, MemoryRow.vector).where(MemoryRow.id.in_(missing))).all())
+
+    if memories:
+        # Unit vectors as one matrix, row for row with `held.ids` (the ids that
+        # have one); the same matrix every turn the bank is unchanged. Keyed by the
+        # open database behind `session`, not by its path, which a file made again
+        # at that path would share.
+        held = CACHE.get(cache_key(session, campaign_id, model), [m[0] for m in memories], load_memories)
+        out.held["memory"] = held
+        info = {m[0]: m for m in memories}
+        for i in held.ids:
+            _, pinned, authority, text, start, end = info[i]
+            key = ("memory", i)
+            out.keys.append(key)
+            out.words[key] = terms(text)
+            out.meta[key] = _Meta(text, bool(pinned), authority, start, end)
+    if tuning.recall_lines <= 0:
+        return out
+    lines = lines_on_path(session, campaign_id, path)
+    by_id = {line.node_id: line for line in lines}
+    hashes = {line.node_id: line.hash for line in lines}
+    held = CACHE.get(CACHE.key(session, campaign_id, LINES, model), list(hashes),
+                     lambda missing: load_vectors(session, model, {i: hashes[i] for i in missing}))
+    out.held["line"] = held
+    words = line_terms(session, campaign_id, [by_id[i] for i in held.ids])
+    for i in held.ids:
+        line = by_id[i]
+        key = ("line", i)
+        out.keys.append(key)
+        out.words[key] = words[i]
+        label = line.stamp.label if line.stamp is not None else ""
+        text = resolve(spoken(line.kind, line.text), line.stamp)
+        out.meta[key] = _Meta(f"[{label}] {text}" if label else text, start=line.depth, end=line.depth, when=label)
+    current_summary = current(session, path)
+    summaries = [r for r in session.connection().execute(
+        select(SummaryRow.id, SummaryRow.text, SummaryRow.source_start, SummaryRow.source_end)
+        .where(path.clause(SummaryRow.branch_id, SummaryRow.depth))).all()
+        if current_summary is None or r[0] != current_summary.id]
+    if summaries:
+        texts = {r[0]: r for r in summaries}
+        held = CACHE.get(CACHE.key(session, campaign_id, SUMMARIES, model), list(texts),
+                         lambda missing: load_vectors(session, model, {i: text_hash(texts[i][1]) for i in missing}))
+        out.held["summary"] = held
+        stamps = {line.depth: line.stamp for line in lines}
+        for i in held.ids:
+            _, text, start, end = texts[i]
+            stamp = stamps.get(end) if end is not None else None
+            key = ("summary", i)
+            out.keys.append(key)
+            out.words[key] = terms(text)
+            label = stamp.label if stamp is not None else ""
+            out.meta[key] = _Meta(f"[story to {label}] {text}" if label else f"[earlier summary] {text}",
+                                  start=start, end=end, when=label)
+    return out
 
 
 def _judged(judge: Judge, parts, best: list[int], lexical: dict[int, float], meta, tuning: Tuning
@@ -152,18 +270,17 @@ def _judged(judge: Judge, parts, best: list[int], lexical: dict[int, float], met
     if not best:
         return {}
     try:
-        relevance = judge([text for text, _ in parts], [meta[i][3] for i in best])
+        relevance = judge([text for text, _ in parts], [meta[i].shown for i in best])
     except Exception:  # noqa: BLE001 - a judge that fails must not fail the recall
         return {}
     return {i: float(r) + tuning.lexical_weight * lexical.get(i, 0.0) for i, r in zip(best, relevance, strict=True)}
 
 
-def _sources(session, chosen: list[int], ranked: list[int]):
-    """The chosen memories in their ranked order, with where each came from."""
-    rows = {r[0]: r[1:] for r in session.execute(
-        select(MemoryRow.id, MemoryRow.branch_id, MemoryRow.depth, MemoryRow.source_start, MemoryRow.source_end)
-        .where(MemoryRow.id.in_(chosen))).all()}
-    place = {i: n for n, i in enumerate(ranked)}
-    for i in sorted(chosen, key=place.__getitem__):
-        branch, depth, start, end = rows[i]
-        yield i, {"branch_id": branch, "depth": depth, "source_start": start, "source_end": end}
+def _sources(session, chosen: list[int]) -> dict[int, dict]:
+    """{memory id: where it came from} for the chosen memories."""
+    if not chosen:
+        return {}
+    return {r[0]: {"branch_id": r[1], "depth": r[2], "source_start": r[3], "source_end": r[4]}
+            for r in session.execute(select(MemoryRow.id, MemoryRow.branch_id, MemoryRow.depth,
+                                            MemoryRow.source_start, MemoryRow.source_end)
+                                     .where(MemoryRow.id.in_(chosen))).all()}

@@ -15,7 +15,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from .models import Base, utcnow
 
-__all__ = ["migrate", "migrate_active_indexes", "MemoryRow", "SummaryRow", "DerivedStatusRow"]
+__all__ = ["migrate", "migrate_active_indexes", "migrate_text_vectors", "MemoryRow", "SummaryRow", "DerivedStatusRow",
+           "TextVectorRow"]
 
 _DDL = [
     """CREATE TABLE memories (
@@ -83,6 +84,20 @@ def migrate_active_indexes(db: Connection) -> None:
     db.execute("CREATE INDEX ix_summaries_coordinate ON summaries (branch_id, depth)")
 
 
+def migrate_text_vectors(db: Connection) -> None:
+    """Vectors of story lines and summaries, keyed by their text's content hash
+    and the model: a line is a story node on the path, read from the node
+    table itself, so Undo, retry and forks need nothing here; an edit makes a
+    new text, hence a new hash and a new vector, and an identical text (a
+    revision brought back) finds its vector again."""
+    db.execute("""CREATE TABLE text_vectors (
+        hash VARCHAR(32) NOT NULL,
+        model VARCHAR(200) NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (hash, model)
+    )""")
+
+
 class Anchored:
     """Text written from a stretch of story, anchored at the node the stretch ends on."""
 
@@ -114,6 +129,14 @@ class SummaryRow(Anchored, Base):
     trigger: Mapped[str] = mapped_column(String(20), default="interval")
     model_name: Mapped[str] = mapped_column(String(200), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class TextVectorRow(Base):
+    __tablename__ = "text_vectors"
+
+    hash: Mapped[str] = mapped_column(String(32), primary_key=True)
+    model: Mapped[str] = mapped_column(String(200), primary_key=True)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class DerivedStatusRow(Base):

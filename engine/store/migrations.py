@@ -150,6 +150,7 @@ MIGRATIONS: list[Migration] = [
     Migration("v11_knowledge_stage_vectors", knowledge_tables.migrate_stage_vectors),  # second-stage vectors
     Migration("v12_card_secondary_keys", cards_tables.migrate_secondary),  # secondary keys and their logic
     Migration("v13_node_revisions", revision_tables.migrate),  # a passage edited in place keeps its old texts
+    Migration("v14_text_vectors", memory_tables.migrate_text_vectors),  # story lines' and summaries' vectors
 ]
 LATEST = len(MIGRATIONS)
 

@@ -80,6 +80,15 @@ def _set_aside_record(session, node_id: int) -> dict | None:
     return kept
 
 
+def _memories_shown(take: Take) -> list[int]:
+    """The memories the prompt carried: the builder keeps some of the recall's
+    candidates (those outside the history window that fit its share)."""
+    if take.record is None:
+        return list(take.memory_ids)
+    used = Report(dict(take.record.report)).used("memories")
+    return [m["id"] for m in used if m.get("unit", "memory") == "memory" and isinstance(m.get("id"), int)]
+
+
 def write_turn(session, campaign: CampaignRow, take: Take) -> Turn:
     """Write one take (and its input) at the head, in the caller's transaction;
     the record it wrote comes back, so nobody reads it again."""
@@ -102,7 +111,7 @@ def write_turn(session, campaign: CampaignRow, take: Take) -> Turn:
         report = Report({**take.record.report, "narrative": _changes(state, outcome, take.extraction)})
         record = replace(record, report_from=report)
         write_record(session, node.id, record, take.history)
-    memory.record_use(session, list(take.memory_ids))
+    memory.record_use(session, _memories_shown(take))
     campaign.updated_at = utcnow()
     session.flush()
     takes = tree.takes(node)

@@ -62,7 +62,9 @@ def test_history_is_stored_as_a_node_range_not_as_text(long_play):
     assert histories and all("nodes" in h and "text" not in h and "text#" not in h for h in histories)
     assert sum("note_at" in h for h in histories) > 0.9 * len(histories)  # the author's note was found
     # Nothing long is kept inline: every text a report carries is a reference.
-    assert max(len(json.dumps(r)) for r in stored) < 8_000
+    # (Up to 8 recalled played lines ride beside the memories, ~150 bytes of
+    # scores and depths each, and a short line's text inline: 9.6 KB at most here.)
+    assert max(len(json.dumps(r)) for r in stored) < 11_000
 
 
 def test_a_recurring_text_is_stored_once(long_play):
