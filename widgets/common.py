@@ -11,7 +11,7 @@ from engine.html import Html
 
 from .runner import describe_error
 
-__all__ = ["Confirm", "Message", "attempt", "table_html"]
+__all__ = ["CELL", "TABLE_FRAME", "Confirm", "Message", "attempt", "table_html"]
 
 
 class Message(w.HTML):
@@ -61,12 +61,18 @@ class Confirm(w.HBox):
             then()
 
 
+# Cells wrap between words only: "anywhere" let a narrow table split "Mara"
+# into "Mar/a". A table wider than its box scrolls sideways in its own frame.
+CELL = "padding-right:1em;vertical-align:top;word-break:normal;overflow-wrap:normal;hyphens:manual"
+TABLE_FRAME = "max-width:100%;overflow-x:auto"
+
+
 def table_html(columns: Iterable[str], rows: Iterable[Iterable[object]], css_class: str = "") -> Html:
     """A plain table; every header and cell escaped, so imported titles stay text."""
     head = html.tag("tr", Html("").join(
-        html.tag("th", str(c), style="text-align:left;padding-right:1em") for c in columns))
+        html.tag("th", str(c), style=f"text-align:left;{CELL}") for c in columns))
     body = Html("").join(
-        html.tag("tr", Html("").join(html.tag("td", str(v), style="padding-right:1em;vertical-align:top") for v in row))
+        html.tag("tr", Html("").join(html.tag("td", str(v), style=CELL) for v in row))
         for row in rows)
-    return html.tag("table", html.tag("thead", head) + html.tag("tbody", body), cls=css_class,
-                    style="max-width:100%;overflow-wrap:anywhere")
+    return html.tag("div", html.tag("table", html.tag("thead", head) + html.tag("tbody", body), cls=css_class,
+                                    style="word-break:normal"), style=TABLE_FRAME)

@@ -18,6 +18,7 @@ from engine import Campaign, html
 from engine.context import Report
 from engine.html import Html
 
+from .common import CELL, TABLE_FRAME
 from .runner import describe_error
 
 __all__ = ["ContextInspector", "section_chart", "sections_table", "summary_html"]
@@ -73,18 +74,19 @@ def sections_table(sections: list[dict], estimate: int | None = None) -> Html:
             cells.append(html.details("show", html.tag("pre", str(s.get("text", "")),
                                                        style="white-space:pre-wrap;max-width:40em")))
         rows.append(html.tag("tr", Html("").join(
-            html.tag("td", c, style="padding-right:1em;vertical-align:top") for c in cells)))
+            html.tag("td", c, style=CELL) for c in cells)))
     total = sum(_tokens(s) for s in sections)
     if isinstance(estimate, int) and estimate > total:
         rows.append(_row("framing", f"{estimate - total:,}", "the chat template's role markers and the separators "
                          "between sections, counted in the estimate but in no section"))
         total = estimate
     rows.append(_row(html.tag("b", "total"), html.tag("b", f"{total:,}"), ""))
-    return html.tag("table", html.tag("thead", head) + html.tag("tbody", Html("").join(rows)), cls="sw-sections")
+    return html.tag("div", html.tag("table", html.tag("thead", head) + html.tag("tbody", Html("").join(rows)),
+                                    cls="sw-sections", style="word-break:normal"), style=TABLE_FRAME)
 
 
 def _row(*cells) -> Html:
-    return html.tag("tr", Html("").join(html.tag("td", c) for c in cells))
+    return html.tag("tr", Html("").join(html.tag("td", c, style=CELL) for c in cells))
 
 
 def summary_html(turn, number: int | None = None) -> Html:

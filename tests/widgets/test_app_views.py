@@ -12,6 +12,7 @@ from narrators import ScriptedNarrator
 from widget_helpers import assert_inert, html_values, markup_in, story
 
 from widgets import CampaignApp, register_panel
+from widgets.common import CELL
 from widgets.panels import PANELS, StatePanel, placeholder_panel
 
 EVIL = ('<script>alert(1)</script><img src="http://evil.example/x.png" onerror="alert(2)">'
@@ -255,7 +256,7 @@ def test_context_inspector_shows_any_turn(app, camp):
     assert f"<b>{report['estimate']:,}</b>" in inspector.table.value  # the table adds up to the estimate
     assert f"newest {report['history']['included']} of {report['history']['total']}" in inspector.summary.value
     for section in report["sections"]:
-        assert f"<td style='padding-right:1em;vertical-align:top'>{section['name']}</td>" in inspector.table.value
+        assert f"<td style='{CELL}'>{section['name']}</td>" in inspector.table.value
     assert inspector.chart.value[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Narration 1." in inspector.raw.value and inspector.raw_box.selected_index is None
     inspector.choice.value = first

@@ -68,3 +68,14 @@ def test_a_found_window_is_named_and_a_silent_server_says_so(settings, wb):
         wb.configure(endpoint=s.base, model="story-model")
         words = wb.test_connection().window_words
         assert words.startswith("none found: ") and "None" not in words
+
+
+def test_tables_wrap_between_words_and_scroll_when_too_wide():
+    """A narrow table split "Mara" into "Mar/a": cells now wrap at spaces only."""
+    from widgets.common import table_html
+    from widgets.inspector import sections_table
+
+    for table in (table_html(["title", "keys"], [["Mara", "Mara, innkeeper"]]),
+                  sections_table([{"name": "imported_canon", "tokens": 12, "why": "UNTRUSTED DATA"}])):
+        assert "anywhere" not in table and "break-all" not in table
+        assert "word-break:normal" in table and "overflow-x:auto" in table
