@@ -163,10 +163,17 @@ class Campaign:
         self.services.after_turn(self.id)
         return turn
 
-    def act(self, text: str, *, on_text: TextCallback = None, on_reasoning: TextCallback = None,
+    def act(self, text: str, *, mode: str = "do", on_text: TextCallback = None, on_reasoning: TextCallback = None,
                        on_status: TextCallback = None) -> Turn:
-        """Do or say something: 'open the door', 'I draw my sword', '"Who's there?"'."""
-        return self._play(TurnRequest("act", text), on_text, on_reasoning, on_status)
+        """Do or say something: 'open the door', 'I draw my sword', '"Who's there?"',
+        'Mara: "The tide turns at six."' (a line by Mara, kept as written).
+        `mode="story"` is Story mode, as AI Dungeon's: the text goes into the
+        story exactly as typed (no "You", no marker), and the narrator goes on
+        from it."""
+        if mode not in ("do", "story"):
+            raise NotAllowed(f"act(mode=...) is 'do' (an action or a line of speech) or 'story' (prose added as "
+                             f"written), not {mode!r}.")
+        return self._play(TurnRequest("story" if mode == "story" else "act", text), on_text, on_reasoning, on_status)
 
     def continue_story(self, *, on_text: TextCallback = None, on_reasoning: TextCallback = None,
                        on_status: TextCallback = None) -> Turn:
@@ -193,8 +200,9 @@ class Campaign:
 
     def context(self, text: str | None = None, *, mode: str | None = None):
         """Dry run: the report the next turn would be built with (an `act` of
-        `text` if given, else a continue). Calls no model and loads none."""
-        request = TurnRequest(mode or ("act" if text else "continue"), text or "")
+        `text` if given, else a continue; `mode="story"` for Story mode). Calls
+        no model and loads none."""
+        request = TurnRequest({"do": "act"}.get(mode, mode) or ("act" if text else "continue"), text or "")
         return dry_run(self._db, self.id, self.services.narrator(), self.services.settings(), request,
                        self.services.embedder()).report
 

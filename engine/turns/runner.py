@@ -24,13 +24,13 @@ from ..providers.window import Window, effective_budget
 from ..settings import Settings, stop_list
 from ..store import CampaignRow, Database, NodeRow, TurnRecordRow
 from ..story import StoryTree
-from .inputs import direction_line, player_line
+from .inputs import direction_line, player_line, story_line
 from .record import HistoryRef, Turn, history_ref
 from .write import Take, write_turn
 
 __all__ = ["EMPTY_RETRIES", "PathHistory", "TurnRequest", "brief_of", "dry_run", "run_turn"]
 
-MODES = ("act", "direct", "continue", "retry", "extend")
+MODES = ("act", "story", "direct", "continue", "retry", "extend")
 # A reply of protocol text only is asked for again this many times before the
 # turn fails: on the defaults 3 of 45 turns of the 135M model (and the first
 # turn after a server restart) failed so, and a second sample costs one reply.
@@ -174,6 +174,8 @@ def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settin
             end, retry_of = head.depth - 1, head.id
         elif request.mode == "act":
             kind, text = "player", player_line(request.text)
+        elif request.mode == "story":  # the reader's prose, stored as typed; the narrator goes on from it
+            kind, text = "player", story_line(request.text)
         elif request.mode == "direct":
             kind, text = "direction", direction_line(request.text)
         path = tree.path(end)
@@ -185,7 +187,8 @@ def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settin
                     "reminder": narrative.EMIT_REMINDER} if settings.state_protocol else {}
         library = _knowledge(session, db, campaign, settings, window, embedder, state, text, recent)
         answered = (kind, text) if kind or before is None else (before.kind, before.text)  # a retry answers its parent
-        opening = narrative.reply_opening(*answered) if opens and settings.open_reply else ""
+        opening = narrative.reply_opening(*answered) if opens and settings.open_reply and request.mode != "story" \
+            else ""
         if extended is not None:
             answered, opening = (None, ""), carried if opens else ""
         inputs = context.Inputs(pending=context.Line(kind, text, end + 1) if kind else None, knowledge=library,

@@ -64,3 +64,43 @@ def test_a_turn_with_a_lone_surrogate_is_refused_before_anything_is_written(camp
     with pytest.raises(NotAllowed, match="lone surrogate"):
         camp.act("I wave \udc4b at Mara")
     assert camp.history() == before
+
+
+# ------------------------------------------------------------------ a named speaker, and Story mode
+from engine.turns.inputs import speaker_of, story_line  # noqa: E402
+
+
+@pytest.mark.parametrize("typed, stored", [
+    ('Caroline: "I went to the support group yesterday."', '> Caroline: "I went to the support group yesterday."'),
+    ("Captain Vale: Hold the line, lads", "> Captain Vale: Hold the line, lads"),
+    ('> Mara:   "The tide turns at six."', '> Mara: "The tide turns at six."'),
+])
+def test_a_named_speakers_line_is_kept_as_written(typed, stored):
+    assert player_line(typed) == stored
+    assert speaker_of(stored) == stored[2:].split(":")[0]
+
+
+def test_a_colon_that_is_not_a_speaker_is_still_an_action():
+    assert player_line("look at the sign: it says closed") == "> You look at the sign: it says closed."
+    assert speaker_of("> You say: hello") is None and speaker_of("Note: the door is open") is None
+
+
+def test_story_mode_keeps_the_text_exactly():
+    typed = "The storm broke over the harbour that night.\n\nNobody slept."
+    assert story_line("  " + typed + "\n") == typed
+    with pytest.raises(NotAllowed):
+        story_line("   ")
+
+
+def test_a_campaign_records_the_speaker_and_story_mode_as_written(camp):
+    camp.act('Caroline: "I went to the support group yesterday."')
+    camp.act("The next morning the fog lifted.\nGulls came back to the quay.", mode="story")
+    camp.act("Melanie paints by the lake.", mode="story")
+    lines = [e.text for e in camp.history() if e.kind == "player"]
+    assert lines == ['> Caroline: "I went to the support group yesterday."',
+                     "The next morning the fog lifted.\nGulls came back to the quay.",
+                     "Melanie paints by the lake."]
+    report = camp.context("Melanie: Morning!", mode="story")
+    assert report["story"].count("Melanie: Morning!") >= 1 and "You melanie" not in report["story"]
+    with pytest.raises(NotAllowed):
+        camp.act("x", mode="sing")
