@@ -52,6 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "as_query",
     "CACHE", "CACHED_ENTRIES", "IN_FLIGHT_WAIT", "QUERIES", "QUERY_TEXTS", "Held", "TextVectors", "Token",
     "VectorCache", "cosines", "pack", "refreshed", "unit", "unpack",
 ]
@@ -87,6 +88,12 @@ def unit(matrix) -> np.ndarray:
     matrix = np.atleast_2d(np.asarray(matrix, dtype=np.float32))
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / np.where(norms == 0, 1, norms)
+
+
+def as_query(embedder) -> Callable[[Sequence[str]], np.ndarray]:
+    """How `embedder` embeds a query: its `embed_query` when it has one (a
+    model trained with separate query and document prompts), else `embed`."""
+    return getattr(embedder, "embed_query", None) or embedder.embed
 
 
 def cosines(matrix_unit: np.ndarray, query) -> np.ndarray:
@@ -303,12 +310,16 @@ class TextVectors:
         self._lock = threading.Lock()
 
     def embed(self, embedder, texts: Sequence[str]) -> np.ndarray:
-        """`embedder.embed(texts)`, with each text not held embedded once and
-        kept. A text another thread is embedding at this moment is waited for
-        (up to `wait` seconds) instead of being embedded a second time."""
+        """`embedder`'s query vectors of `texts`, with each text not held
+        embedded once and kept. A text another thread is embedding at this
+        moment is waited for (up to `wait` seconds) instead of being embedded
+        a second time. A model trained with a query prompt (EmbeddingGemma)
+        offers `embed_query`; it is used here, since everything this cache
+        holds is a query; `embed` is the same for a model without one."""
         texts = list(texts)
+        run = as_query(embedder)
         if not texts:
-            return embedder.embed(texts)
+            return run(texts)
         model = embedder.model_id
         rows: dict[str, np.ndarray] = {}
         mine: list[str] = []
@@ -327,7 +338,7 @@ class TextVectors:
                     mine.append(text)
         try:
             if mine:
-                rows.update(self._made(model, mine, embedder.embed(mine)))
+                rows.update(self._made(model, mine, run(mine)))
         finally:
             with self._lock:
                 for text in mine:
@@ -342,7 +353,7 @@ class TextVectors:
                         rows[text] = held
             late = [text for text, _ in theirs if text not in rows]  # it failed, or is still running
             if late:
-                rows.update(self._made(model, late, embedder.embed(late)))
+                rows.update(self._made(model, late, run(late)))
         return np.stack([rows[text] for text in texts])
 
     def _made(self, model: str, texts: list[str], vectors) -> dict[str, np.ndarray]:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..vectors import as_query
 from .lexical import index_line
 from .tuning import Tuning
 from .vectors import unit
@@ -254,7 +255,10 @@ def calibrate(embedder, pairs: PairSet | None = None, rule: str = SEPARATE) -> C
     ids = list(pairs.passages)
     lines = [index_line(pairs.passages[i].get("heading", ""), pairs.passages[i]["text"]) for i in ids]
     queries = [t["query"] for t in pairs.targeted] + list(pairs.off_topic)
-    vectors = unit(embedder.embed(lines + queries))
+    # passages as documents, scenes as queries: a model with prompts (see
+    # engine.vectors.as_query) is calibrated the way retrieval will use it
+    vectors = unit(np.vstack([np.asarray(embedder.embed(lines), dtype=np.float32),
+                              np.asarray(as_query(embedder)(queries), dtype=np.float32)]))
     passage_vec = dict(zip(ids, vectors[: len(ids)], strict=True))
     query_vec = vectors[len(ids):]
     scores = []

@@ -141,7 +141,7 @@ class VectorStage:
 
     def query(self, parts: Sequence[str]) -> np.ndarray:
         """The scene's query vectors, one per part. A part embedded before (in
-        the last turn's query, or prepared after it: `prepare`) is not
+        the last turn's query, or prepared after it: `engine.knowledge.prepare`) is not
         embedded again; this model's forward pass is most of a turn's
         retrieval time (see engine.vectors)."""
         return unit(QUERIES.embed(self.embedder, list(parts)))
