@@ -14,11 +14,15 @@ import ipywidgets as w
 from engine import Campaign, html
 from engine.html import Html
 from engine.narrative.events import LABELS, SPECS, fields_of
+from engine.narrative.from_prose import sketch
 
 from .common import Message
 from .runner import describe_error
 
-__all__ = ["StatePanel", "event_from_form", "state_html"]
+__all__ = ["StatePanel", "event_from_form", "prose_html", "state_html"]
+
+NOTHING_RECORDED = ("Nothing recorded yet at this point of the story: the narrator's state events (or your "
+                    "corrections, under Correct…) fill this in.")
 
 _HINTS = {"key": "a short key, e.g. silver-key", "text": "words", "value": "a word, number or true/false",
           "labels": "keys separated by commas"}
@@ -116,7 +120,48 @@ class StatePanel(w.VBox):
             except Exception as exc:  # noqa: BLE001 - shown in place
                 self.body.value = html.tag("p", describe_error(exc), style="color:#b00020")
                 return
-            self.body.value = state_html(state)
+            if _recorded(state):
+                self.body.value = state_html(state)
+                return
+            self.body.value = self._from_prose()
+
+    def _from_prose(self) -> Html:
+        """With no state recorded: what the story's own words name, and why
+        that is all there is (never the state itself)."""
+        try:
+            entries = self.camp.history()
+            protocol = bool(getattr(getattr(self.camp.workbench, "settings", None), "state_protocol", True))
+        except Exception as exc:  # noqa: BLE001 - shown in place
+            return html.tag("p", describe_error(exc), style="color:#b00020")
+        narrations = [e.text for e in entries if e.kind in ("narrator", "start")]
+        if not any(e.kind == "narrator" for e in entries):
+            return html.tag("p", NOTHING_RECORDED, style="color:#888")
+        why = ("Narrative state is off in Settings, so the narrator is not asked for state events." if not protocol
+               else "The narrator has written no state events (a small model such as the embedded 135M one does "
+                    "not follow the state protocol).")
+        return prose_html(sketch(narrations, [getattr(self.camp, "protagonist", "")]), why)
+
+
+def _recorded(state) -> bool:
+    """Whether the state holds anything a player would read."""
+    return isinstance(state, dict) and any(state.get(k) for k in ("entities", "scene", "facts", "relationships",
+                                                                    "threads", "possessions"))
+
+
+def prose_html(found, why: str) -> Html:
+    """A sketch of the story's own words (engine.narrative.from_prose), said
+    to be that and not the state; every name escaped."""
+    note = html.tag("p", f"{why} So this is read from the story's own words — who, where and what it names, "
+                         "with how often — not the state: Correct… records any of it as state.",
+                    style="color:#666;margin:.2em 0 .4em 0;line-height:1.4")
+    if found.empty:
+        return note + html.tag("p", "The story has not named anyone or anything yet.", style="color:#888")
+    rows = [(title, ", ".join(f"{name} ×{n}" if n > 1 else name for name, n in items))
+            for title, items in (("People", found.people), ("Places", found.places), ("Things", found.things))
+            if items]
+    return note + Html("").join(html.tag("div", html.tag("b", title, style="color:#555") + html.tag("div", words),
+                                         cls=f"sw-prose-{title.lower()}", style="margin:.2em 0 .5em 0")
+                                for title, words in rows)
 
 
 def _listing(value) -> Html:
@@ -186,8 +231,7 @@ def state_html(state: dict) -> Html:
     if threads:
         sections.append(("Open threads", _items([html.text(str(t.get("title", ""))) for t in threads])))
     if not sections:
-        return html.tag("p", "Nothing recorded yet at this point of the story: the narrator's state events (or "
-                             "your corrections, under Correct…) fill this in.", style="color:#888")
+        return html.tag("p", NOTHING_RECORDED, style="color:#888")
     return Html("").join(html.tag("div", html.tag("b", title, style="color:#555") + html.tag("div", body),
                                   style="margin:.2em 0 .5em 0") for title, body in sections)
 
