@@ -8,6 +8,8 @@ because the abandoned line's memories are no longer on the path.
 """
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import func, select, update
@@ -20,14 +22,17 @@ from ..store.narrative_tables import StateEventRow
 from ..story import StoryTree
 from ..story.lineage import Path
 from .authority import classify_authority
-from .guard import READER_LINES, check, extractive, state_facts
-from .prompts import MEMORY_MAX_WORDS, MEMORY_SYSTEM, cast_brief, clip_words, memory_request
+from .facts import FACTS_PER_BLOCK, FACTS_SYSTEM, Fact, Said, check_fact, facts_of, facts_request, said_by
+from .guard import READER_LINES, check, extractive, state_facts, terms
+from .lines import path_lines
+from .prompts import MEMORY_MAX_WORDS, cast_brief, clip_words
 from .vectors import CACHE, KIND, pack
+from .when import resolve
 
 __all__ = [
     "MEMORY_INTERVAL", "MEMORY_MAX_TOKENS", "MEMORY_START", "SETTLE_SLACK", "MAX_MEMORIES_PER_RUN", "MAX_EMBED_BATCH",
     "on_path", "story_after", "recent_story", "memory_anchor", "due_block", "write_due_memories", "embed_pending",
-    "evict", "record_use", "set_vector", "generate", "guarded", "Block", "block_facts",
+    "evict", "record_use", "set_vector", "generate", "guarded", "Block", "block_facts", "block_memories",
 ]
 
 MEMORY_INTERVAL = 6        # story nodes per memory
@@ -72,12 +77,13 @@ def recent_story(session, path: Path, n: int) -> list[str]:
 
 
 def memory_anchor(session, path: Path) -> int:
-    """The end of the deepest memory on the path. Every memory the engine
-    writes ends where it is anchored (source_end == depth), so this is the
-    largest source_end, read from the coordinate index instead of by visiting
-    every memory on the path (14 ms per turn at 10,000 turns)."""
-    anchor = session.scalar(select(MemoryRow.source_end).where(on_path(path))
-                            .order_by(MemoryRow.depth.desc(), MemoryRow.source_end.desc()).limit(1))
+    """The end of the deepest block written on the path: every memory the
+    engine writes is anchored at the node its block ends on (its facts name
+    their own lines in source_start/source_end), so this is the largest
+    depth, read from the coordinate index instead of by visiting every
+    memory on the path (14 ms per turn at 10,000 turns)."""
+    anchor = session.scalar(select(MemoryRow.depth).where(on_path(path))
+                            .order_by(MemoryRow.depth.desc()).limit(1))
     return -1 if anchor is None else anchor
 
 
@@ -95,6 +101,7 @@ class Block:
     protagonist: str = ""
     corpus: tuple[str, ...] = ()  # the recent story, for the rarity of a word (guard.extractive)
     facts: tuple[str, ...] = ()  # what the narrator's state events recorded in these turns (guard.state_facts)
+    said: tuple[Said, ...] = ()  # the block's lines, each with its speaker and the time in force (facts.said_by)
 
     @property
     def start(self) -> int:
@@ -114,9 +121,14 @@ def due_block(session, campaign: CampaignRow) -> Block | None:
     if len(after) < MEMORY_INTERVAL + SETTLE_SLACK or _story_count(session, path, MEMORY_START) < MEMORY_START:
         return None
     block = after[:MEMORY_INTERVAL]
+    stamps = {line.depth: line.stamp for line in path_lines(session, campaign.id, path, block[-1].depth + 1)
+              if line.depth >= block[0].depth}
+    protagonist = campaign.protagonist or ""
+    said = tuple(said_by(n.depth, n.kind, n.text, protagonist, stamps.get(n.depth)) for n in block
+                 if n.kind != "direction")
     return Block([(n.branch_id, n.depth, n.text) for n in block], cast_brief(campaign.protagonist, campaign.state),
-                 campaign.protagonist or "", tuple(recent_story(session, path, RARITY_NODES)),
-                 tuple(block_facts(session, [n.id for n in block])))
+                 protagonist, tuple(recent_story(session, path, RARITY_NODES)),
+                 tuple(block_facts(session, [n.id for n in block])), said)
 
 
 def block_facts(session, node_ids: list[int]) -> list[str]:
@@ -150,29 +162,92 @@ def guarded(raw: str, block: Block, *, guard: bool = True, log: list | None = No
     return text
 
 
+def block_memories(raw: str, block: Block, *, guard: bool = True, log: list | None = None) -> list[Fact]:
+    """The memories kept for `block`: the facts the narrator's state events
+    recorded, the model's facts that stand (`facts.check_fact`), then facts
+    made from the block's own lines (`facts.facts_of`), FACTS_PER_BLOCK in
+    all beside the recorded ones. `guard=False` keeps the model's reply
+    whole, as one memory of the block (the evaluation's "before")."""
+    texts = [t for _, _, t in block.nodes]
+    end = block.end[1]
+    if not guard:
+        kept = [Fact(raw, block.start, end, "", True)] if raw.strip() else []
+    else:
+        kept = [Fact(_closed_fact(f), block.start, end, "") for f in block.facts if f.strip()]
+        written = [f for f in _fact_lines(raw) if check_fact(f, texts, block.protagonist)]
+        for fact in written[:FACTS_PER_BLOCK]:
+            line = _source_line(fact, block.said)
+            stamp = line.stamp if line is not None else None
+            at = line.depth if line is not None else end
+            kept.append(Fact(_closed_fact(resolve(fact, stamp)), at, at, "", True))
+        room = FACTS_PER_BLOCK - len(written[:FACTS_PER_BLOCK])
+        seen = [terms(f.text) for f in kept]
+        for fact in facts_of(block.said, block.protagonist, block.corpus, FACTS_PER_BLOCK):
+            if room <= 0:
+                break
+            words = terms(fact.text)
+            if any(len(words & other) >= 0.6 * max(1, min(len(words), len(other))) for other in seen):
+                continue
+            kept.append(fact)
+            seen.append(words)
+            room -= 1
+    if log is not None:
+        log.append({"start": block.start, "end": end, "raw": raw, "kept": [f.text for f in kept],
+                    "sources": [f.source for f in kept], "by_model": sum(f.by_model for f in kept),
+                    "accepted": any(f.by_model for f in kept), "lines": texts})
+    return kept
+
+
+def _fact_lines(raw: str) -> list[str]:
+    """The model's reply as one fact per line, bullets and numbering dropped."""
+    out = []
+    for line in (raw or "").splitlines():
+        line = re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", line).strip()
+        if line:
+            out.append(line)
+    return out
+
+
+def _closed_fact(text: str) -> str:
+    text = " ".join(text.split())
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "!", "…", ")")) else text + "."
+
+
+def _source_line(fact: str, said: Sequence[Said]) -> Said | None:
+    """The line of the block a fact of the model's shares most words with."""
+    words = terms(fact)
+    best = max(said, key=lambda s: len(words & terms(s.words)), default=None)
+    return best if best is not None and words & terms(best.words) else None
+
+
 def write_due_memories(db, campaign_id: int, narrator, model_name: str = "", *, guard: bool = True,
                        log: list | None = None) -> int:
-    """Write up to MAX_MEMORIES_PER_RUN memories; each read, call and write is its own step,
-    so no transaction spans a model call. `guard=False` keeps the model's text
-    whatever it holds (the evaluation's "before"); `log` collects each verdict."""
+    """Write the memories of up to MAX_MEMORIES_PER_RUN blocks; each read,
+    call and write is its own step, so no transaction spans a model call.
+    `guard=False` keeps the model's text whatever it holds (the evaluation's
+    "before"); `log` collects what each block kept. Returns the blocks written."""
     written = 0
     for _ in range(MAX_MEMORIES_PER_RUN):
         with db.reading() as s:
             block = due_block(s, s.get(CampaignRow, campaign_id))
         if block is None:
             break
-        raw = clip_words(generate(narrator, MEMORY_SYSTEM, memory_request(block.brief, [t for _, _, t in block.nodes]),
-                                  max_tokens=MEMORY_MAX_TOKENS, task="memory"), MEMORY_MAX_WORDS)
-        text = guarded(raw, block, guard=guard, log=log)
-        if not text:
-            break
+        request = facts_request(block.brief, [t for _, _, t in block.nodes])
+        raw = generate(narrator, FACTS_SYSTEM, request, max_tokens=MEMORY_MAX_TOKENS, task="memory")
+        kept = block_memories(clip_words(raw, MEMORY_MAX_WORDS), block, guard=guard, log=log)
+        if not kept:  # a block with nothing to remember still moves the anchor
+            kept = [Fact(clip_words(extractive([t for _, _, t in block.nodes], MEMORY_MAX_WORDS, block.protagonist,
+                                               block.corpus), MEMORY_MAX_WORDS), block.start, block.end[1], "")]
         branch, depth = block.end
         with db.writing() as s:
-            if s.scalar(select(MemoryRow.id).where(MemoryRow.branch_id == branch, MemoryRow.depth == depth,
-                                                   MemoryRow.source_start == block.start)):
+            if s.scalar(select(MemoryRow.id).where(MemoryRow.branch_id == branch, MemoryRow.depth == depth)):
                 break  # another runner wrote it meanwhile
-            s.add(MemoryRow(campaign_id=campaign_id, text=text, branch_id=branch, depth=depth,
-                            source_start=block.start, source_end=depth, authority=classify_authority(text)))
+            for fact in kept:
+                if fact.text.strip():
+                    s.add(MemoryRow(campaign_id=campaign_id, text=fact.text, branch_id=branch, depth=depth,
+                                    source_start=fact.start, source_end=fact.end,
+                                    authority=classify_authority(fact.text)))
         written += 1
     return written
 

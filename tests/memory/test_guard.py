@@ -82,10 +82,13 @@ def test_the_bank_replaces_a_rejected_memory_and_keeps_a_good_one(db_path):
     for line in ["cross the ford", "walk on", "rest", "look around", "wait", "sleep", "wake", "go on", "sit",
                  "stand"]:
         camp.act(line)
-    memories = camp.memories.frame()["text"].tolist()
-    assert len(memories) >= 2
-    assert "Thora Vance" in memories[0] and not memories[0].startswith("I ")  # extractive, from the block
-    assert memories[1] == good
+    frame = camp.memories.frame()
+    blocks = [list(frame[frame["depth"] == d]["text"]) for d in sorted(set(frame["depth"]))]
+    assert len(blocks) >= 2
+    # The rejected reply is replaced by facts made from the block's own lines, in the third person.
+    assert any("Thora Vance" in m for m in blocks[0]) and not any(m.startswith("I ") for m in blocks[0])
+    assert "Wren meets the smith of Greyford" in " ".join(blocks[0])
+    assert good in blocks[1]  # the model's fact stands
 
 
 FACT = "the brass key lies under the ninth stair of the lighthouse"
