@@ -164,8 +164,10 @@ def _plan(db: Database, campaign_id: int, request: TurnRequest, settings: Settin
             extended = tree.head_node()
             if extended is None or extended.kind != "narrator":
                 raise NotAllowed("Nothing to continue: the newest passage is not a narration.")
-            extend_of, carried = extended.id, _carried(session, extended)
-            if opens:  # the passage is the reply's own opening, written on from where it stops
+            # Written on from where it stops (the part a cut left off included) by a narrator that can take
+            # the passage as its reply's own opening; any other is shown the stored passage and writes after it.
+            extend_of, carried = extended.id, _carried(session, extended) if opens else extended.text
+            if opens:
                 end = extended.depth - 1
         elif request.mode == "retry":
             head = tree.head_node()

@@ -127,3 +127,14 @@ def test_continue_needs_a_narration(tmp_path):
     camp = wb.new_campaign("Rev", opening="Rain on the cliff.")
     with pytest.raises(NotAllowed, match="not a narration"):
         camp.extend()
+
+
+def test_a_server_continues_a_cut_reply_after_its_last_whole_sentence(tmp_path):
+    """A narrator that cannot write on from words it did not choose is shown the
+    stored passage; the cut part it never saw is not glued to its reply."""
+    narrator = ScriptedNarrator([CUT, "The lamp burns low."])
+    camp = _played(tmp_path, narrator, 1)
+    head = camp.history()[-1]
+    camp.extend()
+    assert camp.history()[-1].id == head.id
+    assert camp.history()[-1].text == "You climb the stair. The lamp burns low."
