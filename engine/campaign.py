@@ -30,7 +30,7 @@ from .story.lineage import path_to
 from .turns import TurnRequest, busy, campaign_lock, dry_run, record, run_turn
 from .turns.inputs import direction_line, player_line
 from .turns.record import SECTION_COLUMNS  # noqa: F401  (experiments/accounting.py reads it here)
-from .turns.write import Take, write_state, write_turn
+from .turns.write import edit_take, write_state, write_turn
 from .views import Entry, Revision, SavePoint, Turn
 
 if TYPE_CHECKING:
@@ -371,8 +371,7 @@ class Campaign:
                 raise NotAllowed("Only narration can be edited; to change what you did, undo and act again.")
             before = tree.node_at(node.depth - 1, tree_path(tree, node)) if node.depth > 0 else None
             state = dict(before.state_after or {}) if before is not None else {}
-            take = Take(extraction.prose.strip(), text, state, extraction, retry_of=node.id, edited=True)
-            return write_turn(tree.session, tree.campaign, take)
+            return write_turn(tree.session, tree.campaign, edit_take(node.id, state, text, extraction))
         return self._change("edit", go)
 
     def revise(self, node_id: int, text: str) -> Entry:

@@ -68,7 +68,7 @@ def derived_runner(db: Database, *, narrator: Callable[[], Narrator], embedder: 
 def next_scene(db: Database, campaign_id: int) -> tuple[list[str], list[str]]:
     """The story texts (oldest first) and standing names the next turn's
     knowledge query will read, read as the turn runner reads them
-    (`runner._knowledge`: the head's newest story texts and the names of the
+    (`plan._knowledge`: the head's newest story texts and the names of the
     entities in its state). A drift between the two costs only speed: the
     next turn embeds what was not prepared."""
     with db.reading() as s:

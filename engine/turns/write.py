@@ -1,14 +1,15 @@
 """The one place a turn is written, and the one writer of state events.
 
-A played turn, a retry and an edit all end here, inside the caller's write
-transaction, so "what a turn writes" is decided once: the input node, the
-take, its state snapshot and events, its record, and the memories it used.
+A played turn, a retry, a continuation and an edit all end here, inside the
+caller's write transaction, so "what a turn writes" is decided once: the
+input node, the take, its state snapshot and events, its record, and the
+memories it used. The path is plan -> take -> record: the plan (`plan.Plan`)
+says where the take goes and what was shown, the take carries it with what
+came back, and the record (`Turn`) is built here, once, from the two.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field
 
 from .. import memory, narrative
 from ..context import Report
@@ -16,30 +17,35 @@ from ..store import CampaignRow, NodeRow, TurnRecordRow
 from ..store.models import utcnow
 from ..store.narrative_tables import StateEventRow
 from ..story import StoryTree
-from .record import HistoryRef, Turn, write_record
+from .plan import Plan
+from .record import Turn, write_record
 
-__all__ = ["Take", "write_state", "write_turn"]
+__all__ = ["Take", "edit_take", "write_state", "write_turn"]
 
 
 @dataclass(frozen=True)
 class Take:
-    """Everything one turn writes, gathered before the write transaction opens."""
+    """What came back for a plan, ready to write: the reply as it is stored,
+    the narrator's own text, what it proposed, and what it cost. Gathered
+    before the write transaction opens."""
 
+    plan: Plan
     prose: str
     raw: str
-    state_before: dict
-    extraction: Any  # narrative.Extraction
+    extraction: narrative.Extraction
     reasoning: str | None = None
-    retry_of: int | None = None  # write a new take beside this narration
-    input_kind: str | None = None  # "player" | "direction" | None for a continue
-    input_text: str = ""
     edited: bool = False
-    # What the narrator was given and what came back (absent for an edit): a
-    # Turn whose story fields are filled in when it is written.
-    record: Turn | None = None
-    history: HistoryRef | None = None  # the history section as a depth range, when it can be
-    memory_ids: Sequence[int] = field(default_factory=tuple)
-    extend_of: int | None = None  # write the prose over this narration, as a new revision of it (Continue)
+    narrator: str = ""
+    usage: dict = field(default_factory=dict)
+    accounting: dict = field(default_factory=dict)
+    window: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+
+
+def edit_take(node_id: int, state_before: dict, text: str, extraction: narrative.Extraction) -> Take:
+    """A corrected narration: a new take beside `node_id`, with no narrator
+    call behind it and so no record of a prompt."""
+    return Take(Plan(state_before, retry_of=node_id), extraction.prose.strip(), text, extraction, edited=True)
 
 
 def write_state(session, campaign: CampaignRow, node: NodeRow, state: dict, events, *, source: str,
@@ -83,39 +89,54 @@ def _set_aside_record(session, node_id: int) -> dict | None:
 def _memories_shown(take: Take) -> list[int]:
     """The memories the prompt carried: the builder keeps some of the recall's
     candidates (those outside the history window that fit its share)."""
-    if take.record is None:
-        return list(take.memory_ids)
-    used = Report(dict(take.record.report)).used("memories")
+    if take.plan.built is None:
+        return list(take.plan.memory_ids)
+    used = Report(dict(take.plan.built.report)).used("memories")
     return [m["id"] for m in used if m.get("unit", "memory") == "memory" and isinstance(m.get("id"), int)]
 
 
 def write_turn(session, campaign: CampaignRow, take: Take) -> Turn:
-    """Write one take (and its input) at the head, in the caller's transaction;
-    the record it wrote comes back, so nobody reads it again."""
+    """Write one take (and its input) at the head, in the caller's transaction,
+    and its record, which comes back: nobody reads it again."""
+    plan = take.plan
     tree = StoryTree(session, campaign)
-    state = take.state_before
-    fields = {"raw_text": take.raw, "reasoning": take.reasoning, "edited": take.edited}
-    if take.extend_of is not None:
-        node = tree.node(take.extend_of)
-        tree.revise(node, take.prose, reason="continued", record=_set_aside_record(session, node.id))
-    elif take.retry_of is not None:
-        node = tree.add_take(tree.node(take.retry_of), take.prose, state, **fields)
-    else:
-        if take.input_kind:
-            tree.append(take.input_kind, take.input_text, state)
-        node = tree.append("narrator", take.prose, state, **fields)
+    node = _write_node(session, tree, take)
     session.flush()
-    outcome = write_state(session, campaign, node, state, take.extraction.events or [], source="narrator")
-    record = take.record or Turn(0, "", 0)
-    if take.record is not None:
-        report = Report({**take.record.report, "narrative": _changes(state, outcome, take.extraction)})
-        record = replace(record, report_from=report)
-        write_record(session, node.id, record, take.history)
+    outcome = write_state(session, campaign, node, plan.state_before, take.extraction.events or [], source="narrator")
+    turn = _record(session, tree, node, take, outcome)
+    if plan.built is not None:
+        write_record(session, node.id, turn, plan.history)
     memory.record_use(session, _memories_shown(take))
     campaign.updated_at = utcnow()
     session.flush()
-    takes = tree.takes(node)
+    return turn
+
+
+def _write_node(session, tree: StoryTree, take: Take) -> NodeRow:
+    """The narration node the take is written to (after its input's, if any)."""
+    plan = take.plan
+    fields = {"raw_text": take.raw, "reasoning": take.reasoning, "edited": take.edited}
+    if plan.extend_of is not None:
+        node = tree.node(plan.extend_of)
+        tree.revise(node, take.prose, reason="continued", record=_set_aside_record(session, node.id))
+        return node
+    if plan.retry_of is not None:
+        return tree.add_take(tree.node(plan.retry_of), take.prose, plan.state_before, **fields)
+    if plan.input_kind:
+        tree.append(plan.input_kind, plan.input_text, plan.state_before)
+    return tree.append("narrator", take.prose, plan.state_before, **fields)
+
+
+def _record(session, tree: StoryTree, node: NodeRow, take: Take, outcome: narrative.Outcome) -> Turn:
+    """The take's record: the story's fields from its node, the narrator's
+    from the take, and the report as built with what the take changed."""
+    plan, takes = take.plan, tree.takes(node)
     parent = session.get(NodeRow, node.parent_id) if node.parent_id else None
-    return replace(record, id=node.id, text=node.text, depth=node.depth, reasoning=node.reasoning,
-                   input=parent.text if parent is not None and parent.kind in ("player", "direction") else None,
-                   take=[n.id for n in takes].index(node.id) + 1, takes=len(takes))
+    report = None
+    if plan.built is not None:
+        report = Report({**plan.built.report, "narrative": _changes(plan.state_before, outcome, take.extraction)})
+    return Turn(node.id, node.text, node.depth,
+                input=parent.text if parent is not None and parent.kind in ("player", "direction") else None,
+                reasoning=node.reasoning, take=[n.id for n in takes].index(node.id) + 1, takes=len(takes),
+                narrator=take.narrator, usage=take.usage, accounting=take.accounting, window=take.window,
+                timings=take.timings, report_from=report)
