@@ -129,6 +129,15 @@ EMBEDDERS = (("local", "Embedded MiniLM (offline)"), ("endpoint", "My server's e
 SECOND_STAGES = (("auto", "Embedded mpnet behind the embedded MiniLM"), ("embedded", "Embedded mpnet (offline)"),
                  ("endpoint", "My server's /v1/embeddings"), ("rerank", "My server's /rerank"),
                  ("off", "Off (first stage only)"))
+RELEVANCE_MODELS = (("embeddinggemma", "EmbeddingGemma-300M (offline; Gemma Terms of Use)"),
+                    ("mpnet", "all-mpnet-base-v2 (offline)"), ("minilm", "all-MiniLM-L6-v2 (offline)"))
+
+
+def _relevance_default(s: Settings) -> str:
+    """EmbeddingGemma-300M where it is installed (make setup, unless GEMMA=0), else mpnet."""
+    from .providers.embeddinggemma import installed
+
+    return "embeddinggemma" if installed() else "mpnet"
 
 
 @dataclass(frozen=True)
@@ -213,6 +222,11 @@ class Settings:
                                     "'rerank'; empty: the server address.", placeholder="http://127.0.0.1:8080/v1")
     second_stage_model: str = setting("", "Second-stage model", "The model your server knows it by.",
                                       placeholder="bge-reranker-v2-m3")
+    # The offline model that judges relevance (engine/providers/embedders.py); follows what is installed.
+    relevance_model: str = setting(None, "Relevance model", "The offline model that judges what is relevant. "
+                                   "EmbeddingGemma-300M is Google's, under the Gemma Terms of Use; until you set "
+                                   "one it is used wherever it is installed, else mpnet.", choices=RELEVANCE_MODELS,
+                                   follows=_relevance_default)
     # History block trim: one step gives up 1/trim_fraction of the window (see
     # engine/context/history.py); 0 turns it off and the window slides by one node.
     trim_fraction: int = setting(4, "History trim (1/N)", "When the story outgrows the budget, the oldest "
@@ -297,6 +311,13 @@ class Settings:
         if self.max_output_tokens >= self.context_budget:
             problems.append(f"{call('max_output_tokens')} must be smaller than {call('context_budget')} "
                             f"({_number(self.max_output_tokens)} is not less than {_number(self.context_budget)})")
+        if self.relevance_model == "embeddinggemma" and not self.follows("relevance_model"):
+            from .providers.embeddinggemma import installed
+
+            if not installed():
+                problems.append(f"{call('relevance_model')} 'embeddinggemma' is not installed here: run `python -m "
+                                "engine.providers.embeddinggemma` (make setup does, unless GEMMA=0) or choose "
+                                "'mpnet' or 'minilm'")
         if self.endpoint_url and self.applies("endpoint_url"):
             from .providers.endpoints import rejection_reason
 

@@ -173,3 +173,17 @@ def test_a_malformed_pin_list_is_refused(tmp_path):
     path.write_text("not-a-digest 12 config.json\n", encoding="utf-8")
     with pytest.raises(ModelMismatch, match="Line 1 of the pin list"):
         gemma.read_pins(path)
+
+
+def test_the_relevance_model_setting_follows_what_is_installed(tmp_path, monkeypatch):
+    from engine.settings import Settings
+
+    monkeypatch.setenv("STORY_WORKBENCH_MODELS", str(tmp_path / "models"))  # nothing installed here
+    assert not gemma.installed()
+    assert Settings().relevance_model == "mpnet" and Settings().follows("relevance_model") and not Settings().problems()
+    [problem] = Settings(relevance_model="embeddinggemma").problems()
+    assert "relevance_model 'embeddinggemma' is not installed here" in problem and "GEMMA=0" in problem
+    assert Settings(relevance_model="minilm").problems() == []
+    assert "must be 'embeddinggemma' or 'mpnet' or 'minilm'" in Settings(relevance_model="bert").problems()[0]
+    monkeypatch.setattr(gemma, "installed", lambda root=None: True)
+    assert Settings().relevance_model == "embeddinggemma" and Settings(relevance_model="embeddinggemma").problems() == []

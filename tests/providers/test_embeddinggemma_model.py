@@ -1,0 +1,46 @@
+"""EmbeddingGemma-300M itself: its prompts applied, query against document.
+Needs the installed model (make setup; skipped with the reason otherwise)."""
+import numpy as np
+import pytest
+
+from engine.providers import embeddinggemma as gemma
+from engine.providers.mpnet import cache_root
+
+PASSAGES = ["The Old Abbey\nThe abbey bell rings at dawn over the sleeping monks.",
+            "Harbour notices\nTide tables for the harbour in March."]
+SCENE = "At sunrise I climb the monastery tower and pull the bell rope."
+
+
+@pytest.mark.realmodel
+@pytest.mark.skipif(not gemma.verified(cache_root() / gemma.FOLDER),
+                    reason="EmbeddingGemma-300M is not installed (make setup without GEMMA=0, or "
+                           "python -m engine.providers.embeddinggemma)")
+def test_documents_and_queries_get_the_models_own_prompts():
+    from engine.providers.embedders import GEMMA_ID, Embedder, EmbeddingGemmaEmbedder
+
+    embedder = EmbeddingGemmaEmbedder()
+    model = embedder._model()
+    assert model.prompts["document"] == gemma.DOCUMENT_PROMPT and model.prompts["query"] == gemma.QUERY_PROMPT
+    assert model.max_seq_length == embedder.max_seq
+
+    documents = embedder.embed(PASSAGES)
+    query = embedder.embed_query([SCENE])
+    assert documents.shape == (2, 768) and documents.dtype == np.float32 and embedder.model_id == GEMMA_ID
+    # sentence-transformers' own prompt handling gives the same vectors (the query maybe through ONNX Runtime)
+    assert np.abs(documents - model.encode_document(PASSAGES, convert_to_numpy=True)).max() < 1e-5
+    assert np.abs(query - model.encode_query([SCENE], convert_to_numpy=True)).max() < 1e-5
+    bare = model.encode(PASSAGES[:1], convert_to_numpy=True)  # no prompt: another vector
+    assert float(documents[0] @ bare[0]) < 0.99
+    assert float(embedder.embed_query(PASSAGES[:1])[0] @ documents[0]) < 0.99  # the query side is not the document side
+    scores = documents @ query[0]
+    assert scores[0] > scores[1] + 0.1  # the abbey, not the tide tables
+
+    side = embedder.queries()
+    assert isinstance(side, Embedder) and side.model_id == f"{GEMMA_ID}#query"
+    assert np.array_equal(side.embed([SCENE]), query)
+
+    short = EmbeddingGemmaEmbedder(dims=256)
+    kept = short.embed(PASSAGES)
+    assert short.model_id == f"{GEMMA_ID}:256" and kept.shape == (2, 256)
+    assert np.allclose(np.linalg.norm(kept, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(kept, documents[:, :256] / np.linalg.norm(documents[:, :256], axis=1, keepdims=True), atol=1e-5)
