@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup browser-deps media-deps play test demo evidence bench lint clean
+.PHONY: setup browser-deps media-deps play lab test demo evidence bench lint clean
 
 # The research notebooks, run at their default parameters into evidence/.
 NOTEBOOKS := calibrate block_trim token_accounting leak_count release_evidence compare retrieval_eval recall_eval narration_eval
@@ -26,11 +26,16 @@ $(STAMP): pyproject.toml scripts/build-llama.sh scripts/llama-flags.sh
 	$(PY) -m engine.providers.smoke
 	touch $(STAMP)
 
-# A free port, notebooks/play.ipynb opened, the whole project in the file
-# browser; notebooks/ is saved as sources only, and the campaign file lives in
+# The player's table as a page of its own (Voila, notebooks/table.ipynb) on a
+# free loopback port with a token; the campaign file lives in
 # ~/.local/share/story-workbench/play.db (see scripts/play.py; DB=path chooses another).
 play: setup
 	$(PY) scripts/play.py $(if $(DB),--db "$(DB)")
+
+# JupyterLab for researchers: a free port, notebooks/play.ipynb opened, the whole
+# project in the file browser; notebooks/ is saved as sources only.
+lab: setup
+	$(PY) scripts/play.py --lab $(if $(DB),--db "$(DB)")
 
 # The browser test drives Debian's Chromium (Playwright never downloads one).
 browser-deps:

@@ -1,15 +1,22 @@
-"""`make play`: JupyterLab on a free loopback port, opened at notebooks/play.ipynb,
-with the whole project in the file browser.
+"""`make play`: the player's table as a page of its own, served by Voila on a
+free loopback port with a token; `make lab` (--lab): JupyterLab on a free
+loopback port, opened at notebooks/play.ipynb, the whole project in the file
+browser.
 
-The tracked notebooks stay clean while they are played: the server saves any
-notebook under notebooks/ as its sources only (widgets/notebook_files.py), so
-autosave never writes outputs or widget state into git's copy. The campaign
-file lives outside the project, in ~/.local/share/story-workbench/play.db
-($XDG_DATA_HOME respected; --db or $STORY_WORKBENCH_PLAY_DB choose another),
-so play.db and its -wal and -shm never sit beside the notebooks. A play.db
-left in notebooks/ by an older version is moved there once.
+The page is notebooks/table.ipynb run by Voila: only the app shows (no code
+cells, no kernel menus or dialogs), and a reload runs it again in a fresh
+kernel, which reopens the newest campaign of the file where it was left.
 
-    python scripts/play.py [--port N] [--db PATH] [--print-only]
+The tracked notebooks stay clean while they are played in JupyterLab: the
+server saves any notebook under notebooks/ as its sources only
+(widgets/notebook_files.py), so autosave never writes outputs or widget state
+into git's copy. The campaign file lives outside the project, in
+~/.local/share/story-workbench/play.db ($XDG_DATA_HOME respected; --db or
+$STORY_WORKBENCH_PLAY_DB choose another), so play.db and its -wal and -shm
+never sit beside the notebooks. A play.db left in notebooks/ by an older
+version is moved there once.
+
+    python scripts/play.py [--lab] [--port N] [--db PATH] [--print-only]
 """
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = "notebooks/play.ipynb"
+PAGE = "notebooks/table.ipynb"
 HOOK = "widgets.notebook_files.keep_sources_only"
 DB_ENV = "STORY_WORKBENCH_PLAY_DB"  # widgets.live.PLAY_DATABASE_ENV; read by the play notebook's kernel
 OLD_DB = ROOT / "notebooks" / "play.db"
@@ -67,17 +75,32 @@ def command(port: int, token: str) -> list[str]:
     return args
 
 
+def page_command(port: int, token: str) -> list[str]:
+    """Voila serving the table notebook alone, on loopback, behind the token."""
+    voila = Path(sys.executable).parent / "voila"
+    return [str(voila), str(ROOT / PAGE), "--no-browser", "--Voila.ip=127.0.0.1", f"--port={port}",
+            "--Voila.port_retries=0", f"--token={token}", "--theme=light",
+            "--VoilaConfiguration.show_tracebacks=False"]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0, help="a fixed port (default: any free one)")
     parser.add_argument("--db", default="", help="the campaign file (default: ~/.local/share/story-workbench/play.db)")
     parser.add_argument("--print-only", action="store_true", help="print the command and URL, start nothing")
+    parser.add_argument("--lab", action="store_true", help=f"JupyterLab at {NOTEBOOK} instead of the play page")
     options = parser.parse_args(argv)
     port, token = options.port or free_port(), secrets.token_urlsafe(24)
-    args = command(port, token)
-    url = f"http://127.0.0.1:{port}/lab/tree/{NOTEBOOK}?token={token}"
     db = database(options.db)
-    print(f"\nOpen this in your browser (it opens {NOTEBOOK}; Ctrl-C here stops JupyterLab):\n\n    {url}\n\n"
+    if options.lab:
+        args = command(port, token)
+        url = f"http://127.0.0.1:{port}/lab/tree/{NOTEBOOK}?token={token}"
+        what = f"it opens {NOTEBOOK}; Ctrl-C here stops JupyterLab"
+    else:
+        args = page_command(port, token)
+        url = f"http://127.0.0.1:{port}/?token={token}"
+        what = "the player's table; reload it any time, the campaign stays. Ctrl-C here stops it"
+    print(f"\nOpen this in your browser ({what}):\n\n    {url}\n\n"
           f"Your campaign is kept in {db}\n", flush=True)
     if options.print_only:
         print(" ".join(args))

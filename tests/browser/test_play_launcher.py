@@ -1,7 +1,10 @@
-"""`make play`'s launcher, for real: a JupyterLab server on a free port whose
-root is the whole project and whose front page is notebooks/play.ipynb."""
+"""`make play` and `make lab`'s launcher, for real: the play page (Voila
+serving notebooks/table.ipynb on loopback behind a token), and a JupyterLab
+server on a free port whose root is the whole project and whose front page is
+notebooks/play.ipynb."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -17,18 +20,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def launched(tmp_path):
+@contextlib.contextmanager
+def _started(tmp_path, *args: str, pattern: str):
     """scripts/play.py with the default port; stopped by its own process group id."""
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "IPYTHONDIR": str(tmp_path / "ipython")}
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "IPYTHONDIR": str(tmp_path / "ipython"),
+           "STORY_WORKBENCH_PLAY_DB": str(tmp_path / "play.db")}
     log = tmp_path / "play.log"
     with log.open("w") as out:
-        server = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "play.py")], cwd=tmp_path, env=env,
+        server = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "play.py"), *args], cwd=tmp_path, env=env,
                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        url = _printed_url(log, server)
-        _wait_until_serving(url, server, log)
-        yield url
+        yield _printed_url(log, server, pattern), server, log
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -38,10 +40,22 @@ def launched(tmp_path):
             server.wait(5)
 
 
-def _printed_url(log: Path, server) -> str:
+@pytest.fixture
+def launched(tmp_path):
+    """`make lab`: JupyterLab at the play notebook."""
+    with _started(tmp_path, "--lab", pattern=LAB_URL) as (url, server, log):
+        _wait_until_serving(url, server, log)
+        yield url
+
+
+LAB_URL = r"http://127\.0\.0\.1:\d+/lab/tree/notebooks/play\.ipynb\?token=\S+"
+PAGE_URL = r"http://127\.0\.0\.1:\d+/\?token=\S+"
+
+
+def _printed_url(log: Path, server, pattern: str) -> str:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        found = re.search(r"http://127\.0\.0\.1:\d+/lab/tree/notebooks/play\.ipynb\?token=\S+", log.read_text())
+        found = re.search(pattern, log.read_text())
         if found:
             return found.group(0)
         assert server.poll() is None, log.read_text()
@@ -81,6 +95,32 @@ def test_a_second_play_takes_another_port(launched, tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         assert s.getsockname()[1] != busy
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "play.py"), "--print-only"], capture_output=True,
-                         text=True, timeout=30, check=True).stdout
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "play.py"), "--lab", "--print-only"],
+                         capture_output=True, text=True, timeout=30, check=True).stdout
     assert f"--port={busy}" not in out and "--ServerApp.port_retries=0" in out
+
+
+def test_play_serves_the_table_page_on_loopback_behind_its_token(tmp_path):
+    """`make play`: Voila serves the table notebook alone; without the token nothing is served."""
+    with _started(tmp_path, pattern=PAGE_URL) as (url, server, log):
+        base, token = url.split("/?token=")
+        deadline = time.monotonic() + 90
+        while True:
+            assert server.poll() is None, log.read_text()[-3000:]
+            try:
+                page = httpx.get(url, timeout=60)
+                if page.status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.5)
+        assert "voila" in page.text.lower() and "<title>table</title>" in page.text
+        refused = httpx.get(f"{base}/", timeout=30, follow_redirects=False)
+        assert refused.status_code in (302, 403) and "voila" not in refused.text.lower()
+        port = int(base.rsplit(":", 1)[1])
+        assert "--Voila.ip=127.0.0.1" in " ".join(_command_line(server.pid)) and port > 0
+
+
+def _command_line(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
