@@ -11,8 +11,9 @@ __all__ = ["embedder_for", "plot", "populations"]
 
 
 def embedder_for(backend: str, model: str = "", endpoint: str = ""):
-    """'minilm' (embedded), 'mpnet' (the embedded second-stage model, its
-    vectors through the evaluation's on-disk cache), 'gguf' (the embedded
+    """'minilm' (embedded), 'mpnet' or 'embeddinggemma' (the embedded relevance
+    models, their vectors through the evaluation's on-disk cache; Gemma's with
+    its query and document prompts), 'gguf' (the embedded
     SmolLM2 file, mean-pooled), or 'endpoint' (an OpenAI-compatible
     /v1/embeddings on this machine or the LAN)."""
     from engine.providers import embedders
@@ -23,11 +24,15 @@ def embedder_for(backend: str, model: str = "", endpoint: str = ""):
         from .retrieval_eval import CachedEmbedder
 
         return CachedEmbedder(embedders.MPNetEmbedder())
+    if backend == "embeddinggemma":
+        from .retrieval_eval import CachedEmbedder
+
+        return CachedEmbedder(embedders.EmbeddingGemmaEmbedder())
     if backend == "gguf":
         return embedders.LlamaEmbedder(model or None)
     if backend == "endpoint":
         return embedders.OpenAIEmbedder(endpoint, model)
-    raise ValueError(f"backend must be 'minilm', 'mpnet', 'gguf' or 'endpoint', not {backend!r}")
+    raise ValueError(f"backend must be 'minilm', 'mpnet', 'embeddinggemma', 'gguf' or 'endpoint', not {backend!r}")
 
 
 def populations(calibration):

@@ -238,14 +238,24 @@ class CachedEmbedder:
         return len(set(keys) - set(self._held(keys)))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, self.inner.embed, "")
+
+    def __getattr__(self, name: str):
+        # a model with a query prompt (EmbeddingGemma) offers embed_query:
+        # its vectors are cached apart from the same text's document vector
+        if name == "embed_query" and hasattr(self.inner, "embed_query"):
+            return lambda texts: self._embed(texts, self.inner.embed_query, "query:")
+        raise AttributeError(name)
+
+    def _embed(self, texts: Sequence[str], run, kind: str) -> np.ndarray:
         texts = list(texts)
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        keys = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
+        keys = [hashlib.sha256((kind + t).encode("utf-8")).hexdigest() for t in texts]
         held = self._held(keys)
         todo = [i for i, k in enumerate(keys) if k not in held]
         if todo:
-            fresh = np.asarray(self.inner.embed([texts[i] for i in todo]), dtype=np.float32)
+            fresh = np.asarray(run([texts[i] for i in todo]), dtype=np.float32)
             with self._lock, sqlite3.connect(self.path, timeout=60) as c:
                 c.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
                               [(self.model_id, keys[i], np.asarray(v, dtype="<f4").tobytes())

@@ -259,7 +259,8 @@ def _build(kind: str, url: str, model: str, background: bool):
     from ..providers import embedders
 
     if kind == "embedded":
-        return VectorStage(embedders.MPNetEmbedder(), background=background)
+        local = {"embeddinggemma": embedders.EmbeddingGemmaEmbedder, "mpnet": embedders.MPNetEmbedder}[model]
+        return VectorStage(local(), background=background)
     if kind == "endpoint":
         return VectorStage(embedders.OpenAIEmbedder(url, model), background=background)
     from ..providers.rerankers import ServerReranker
@@ -269,16 +270,22 @@ def _build(kind: str, url: str, model: str, background: bool):
 
 def stage_for(settings, first_model: str | None, *, background: bool = False):
     """The second stage the settings ask for, or None (off). "auto" is the
-    embedded all-mpnet-base-v2 behind the embedded MiniLM (the pair the
-    floors and constants were measured on) and off behind any other first
+    embedded relevance model (the `relevance_model` setting: EmbeddingGemma-300M
+    where it is installed, else all-mpnet-base-v2) behind the embedded MiniLM
+    (the pair the floors were measured on) and off behind any other first
     stage; "embedded", "endpoint" (`/v1/embeddings`) and "rerank" (`/rerank`)
-    choose outright. Built once per configuration (models load on first use)."""
+    choose outright. A relevance model that is the first stage's own (MiniLM)
+    adds nothing: no second stage. Built once per configuration (models load
+    on first use)."""
     from ..providers.embedders import MINILM_ID
 
     kind = getattr(settings, "second_stage", "auto") or "auto"
     if kind == "off" or (kind == "auto" and first_model != MINILM_ID):
         return None
     kind = "embedded" if kind == "auto" else kind
+    if kind == "embedded":
+        model = getattr(settings, "relevance_model", None) or "mpnet"
+        return None if model == "minilm" else _build(kind, "", model, bool(background))
     url = getattr(settings, "second_stage_url", "") or getattr(settings, "endpoint_url", "")
     return _build(kind, url, getattr(settings, "second_stage_model", ""), bool(background))
 

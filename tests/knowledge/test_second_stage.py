@@ -201,11 +201,18 @@ def test_rerank_answers_are_read_by_index_or_refused():
 
 
 def test_settings_choose_the_backend():
+    from engine.providers.embeddinggemma import installed
+    from engine.providers.embedders import GEMMA_ID
+
     assert isinstance(stage_for(Settings(), MINILM_ID), VectorStage)
-    assert stage_for(Settings(), MINILM_ID).model_id == MPNET_ID
+    # the relevance model follows what is installed: EmbeddingGemma where make setup put it, else mpnet
+    assert stage_for(Settings(), MINILM_ID).model_id == (GEMMA_ID if installed() else MPNET_ID)
+    assert stage_for(Settings(relevance_model="mpnet"), MINILM_ID).model_id == MPNET_ID
+    assert stage_for(Settings(relevance_model="minilm"), MINILM_ID) is None  # the first stage's own model adds nothing
     assert stage_for(Settings(), "test-topic-embedder") is None  # auto: only behind the embedded MiniLM
     assert stage_for(Settings(second_stage="off"), MINILM_ID) is None
-    assert isinstance(stage_for(Settings(second_stage="embedded"), None).embedder, MPNetEmbedder)
+    assert isinstance(stage_for(Settings(second_stage="embedded", relevance_model="mpnet"), None).embedder,
+                      MPNetEmbedder)
     rerank = stage_for(Settings(second_stage="rerank", second_stage_url="http://127.0.0.1:8080",
                                 second_stage_model="bge"), MINILM_ID)
     assert isinstance(rerank, RerankStage) and rerank.model_id == "bge"
