@@ -9,6 +9,7 @@ from .bundle import backup  # the backups module, under the name it had before i
 from .campaign import Campaign
 from .errors import (
     BackupError,
+    BrokenStory,
     BundleRefused,
     CardRefused,
     ContextOverflow,
@@ -35,6 +36,7 @@ from .workbench import Workbench
 
 __all__ = [
     "BackupError",
+    "BrokenStory",
     "BundleRefused",
     "Campaign",
     "CardRefused",

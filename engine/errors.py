@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "BackupError",
+    "BrokenStory",
     "BundleRefused",
     "CardRefused",
     "ContextOverflow",
@@ -74,6 +75,15 @@ class NarratorUnavailable(NarratorError):
 
 class ContextOverflow(TurnFailed):
     """What may not be dropped does not fit the budget: no prompt can be built."""
+
+
+class BrokenStory(WorkbenchError):
+    """A campaign's story tree cannot be read: a branch is its own ancestor,
+    or forks from a branch that is not there. `branch` is the one named."""
+
+    def __init__(self, message: str, *, branch=None):
+        super().__init__(message)
+        self.branch = branch
 
 
 class BundleRefused(WorkbenchError, ValueError):

@@ -18,12 +18,14 @@ import copy
 import zlib
 from typing import Any
 
+from ..story.lineage import DEEPEST
 from . import limits
 from .errors import BundleRefused
 from .fields import MISSING, is_whole
 from .loading import parse_json
 from .native import read_v1
 from .plan import Notes, Plan
+from .tree import read_branches, walk
 
 __all__ = ["FORMATS", "LEGACY_FORMAT", "TREE_FORMAT", "CURRENT_FORMAT", "read", "translate"]
 
@@ -102,8 +104,13 @@ def _tree(p: dict, notes: Notes) -> dict:
         raw_branches = [{"id": 0}]
     if not isinstance(raw_branches, list):
         raise BundleRefused("The file's branches must be a list. Nothing was imported.")
-    branches = [_branch(b, i) for i, b in enumerate(raw_branches)]
-    root = branches[0]["id"] if branches else 0
+    branches = [_branch(b) for b in raw_branches]
+    # Checked as this workbench's reader checks them, before anything walks
+    # the tree: ids present and unique, each parent listed earlier. A branch
+    # that lost its id once took its position as id, became its own parent
+    # and sent the walk below round for ever.
+    read_branches(branches, Notes())
+    root = branches[0]["id"]
     actions = p.get("actions", [])
     if not isinstance(actions, list):
         raise BundleRefused("The file's actions must be a list. Nothing was imported.")
@@ -118,10 +125,10 @@ def _tree(p: dict, notes: Notes) -> dict:
     return {"branches": branches, "nodes": nodes, "head": head}
 
 
-def _branch(row: Any, position: int) -> Any:
+def _branch(row: Any) -> Any:
     if not isinstance(row, dict):
         return row
-    out = {"id": _get(row, "id", default=position), "parent": _get(row, "parent", "parentId", default=None),
+    out = {"id": _get(row, "id"), "parent": _get(row, "parent", "parentId", default=None),
            "created_at": _get(row, "createdAt")}
     fork = _get(row, "forkDepth", "fork_depth")
     if fork is not MISSING:
@@ -216,46 +223,23 @@ class _Inflater:
 def _derive_parents(branches: list, nodes: list, notes: Notes) -> None:
     """A file from before take parentage was recorded: each node's parent is
     the node one level up on its own line, which is how this workbench links
-    every node it writes."""
-    from ..story.lineage import DEEPEST, path_to
-
-    if not _parents_first(branches):
-        return  # a cycle would walk for ever; the reader refuses the tree and says why
-    table = {b["id"]: (b.get("parent"), b.get("fork_depth", -1)) for b in branches if isinstance(b, dict)}
+    every node it writes. `branches` has passed `read_branches`, so every
+    walk here ends at the root."""
+    table = {b["id"]: (b["parent"], b.get("fork_depth", -1)) for b in branches}
     at = {(n["branch"], n["depth"]): n for n in nodes if isinstance(n, dict)}
     linked = 0
     for node in nodes:
         if not isinstance(node, dict) or not is_whole(node.get("depth")) or node["depth"] < 1:
             continue
-        try:
-            owner = path_to(table, node["branch"], DEEPEST).branch_at(node["depth"] - 1)
-        except (KeyError, TypeError):
-            continue  # the reader will refuse the tree and say why
+        if not is_whole(node.get("branch")) or node["branch"] not in table:
+            continue  # the reader will refuse the node and say why
+        owner = walk(table, node["branch"], DEEPEST).branch_at(node["depth"] - 1)
         parent = at.get((owner, node["depth"] - 1))
         if parent is not None:
             node["parent"] = parent["id"]
             linked += 1
     if linked:
         notes.repair("take parentage, which this file's format did not record, was read from the tree")
-
-
-def _parents_first(branches: list) -> bool:
-    """Whether every branch forks from one listed before it, the order the
-    reader requires; only then can following parents never loop."""
-    seen: set = set()
-    for position, branch in enumerate(branches):
-        if not isinstance(branch, dict):
-            return False
-        parent = branch.get("parent")
-        if position == 0 and parent is not None:
-            return False
-        if position > 0 and (parent is None or isinstance(parent, (dict, list)) or parent not in seen):
-            return False
-        key = branch.get("id")
-        if isinstance(key, (dict, list)):
-            return False
-        seen.add(key)
-    return True
 
 
 # ------------------------------------------------------------------ v1: the flat list

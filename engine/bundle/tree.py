@@ -21,6 +21,7 @@ from bisect import bisect_right
 from collections import defaultdict
 from typing import Any
 
+from ..errors import BrokenStory
 from ..story.lineage import DEEPEST, Path, path_to
 from ..story.tree import RESTING
 from . import limits
@@ -29,7 +30,7 @@ from .fields import MISSING, flag, is_whole, json_object, moment, state_document
 from .plan import BranchPlan, NodePlan, Notes, RecordPlan
 
 __all__ = ["KINDS", "Lines", "check_holes", "link_parents", "place_head", "read_branches", "read_nodes",
-           "read_record", "read_tree", "settle_live"]
+           "read_record", "read_tree", "settle_live", "walk"]
 
 KINDS = ("start", "player", "direction", "narrator")
 
@@ -58,8 +59,12 @@ def read_branches(raw: Any, notes: Notes) -> list[BranchPlan]:
         if not isinstance(row, dict):
             raise BundleRefused(f"Branch entry {position + 1} is not an object. Nothing was imported.")
         key = row.get("id", MISSING)
+        if key is MISSING or key is None:
+            raise BundleRefused(f"Branch entry {position + 1} has no id, so the story nodes on it cannot be told "
+                                "from those of another branch. Nothing was imported.")
         if not is_whole(key):
-            raise BundleRefused(f"Branch entry {position + 1} has no whole-number id. Nothing was imported.")
+            raise BundleRefused(f"Branch entry {position + 1} has the id {key!r}; a branch's id is a whole number. "
+                                "Nothing was imported.")
         if key in seen:
             raise BundleRefused(f"Branch entries {seen[key] + 1} and {position + 1} both call themselves {key}. "
                                 "Nothing was imported.")
@@ -190,6 +195,19 @@ def read_record(value: Any, node: NodePlan, notes: Notes) -> RecordPlan | None:
 
 
 # ------------------------------------------------------------------ lines
+def walk(table: dict, branch: Any, depth: int) -> Path:
+    """`path_to` for a file: a branch that is its own ancestor is a refusal
+    of the file, naming the branch. `read_branches` admits no such table (a
+    branch forks only from one listed before it); this holds even if a
+    later change lets one through."""
+    try:
+        return path_to(table, branch, depth)
+    except BrokenStory as broken:
+        raise BundleRefused(f"The file's branches loop: following branch {broken.branch!r}'s parents leads back to "
+                            "it or to a branch the file does not list, so no line of its story can be read. "
+                            "Nothing was imported.") from None
+
+
 class Lines:
     """The tree as the lineage rule sees it, for coordinate questions."""
 
@@ -204,7 +222,7 @@ class Lines:
 
     def ahead(self, branch: int) -> Path:
         if branch not in self._ahead:
-            self._ahead[branch] = path_to(self.table, branch, DEEPEST)
+            self._ahead[branch] = walk(self.table, branch, DEEPEST)
         return self._ahead[branch]
 
     def node_at(self, branch: int, depth: int) -> NodePlan | None:
@@ -294,7 +312,7 @@ def _deepest_resting(lines: Lines, branch: int) -> int:
 def settle_live(nodes: list[NodePlan], lines: Lines, head: tuple[int, int], notes: Notes) -> None:
     """Exactly one live take per turn: the one the head reads through when
     there is one, else the one the file marked, else the newest."""
-    on_head = path_to(lines.table, head[0], head[1])
+    on_head = walk(lines.table, head[0], head[1])
     groups: dict[tuple[int, int | None], list[NodePlan]] = defaultdict(list)
     for node in nodes:
         groups[(node.depth, node.parent)].append(node)

@@ -46,7 +46,10 @@ class _Lines:
         if node_id not in self.nodes:
             return None
         camp, branch, depth = self.nodes[node_id]
-        path = path_to(self.branches.get(camp, {}), branch, depth)
+        try:
+            path = path_to(self.branches.get(camp, {}), branch, depth)
+        except (KeyError, ValueError):  # a branch that is missing or its own ancestor: no history to refer to
+            return None
         out = []
         for d in range(first, last + 1):
             found = self.at.get((path.branch_at(d), d))

@@ -13,6 +13,7 @@ from sqlalchemy import and_, false, or_, select
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
+from ..errors import BrokenStory
 from ..store import BranchRow, NodeRow
 
 __all__ = ["DEEPEST", "Path", "Segment", "branch_table", "path_to"]
@@ -83,9 +84,26 @@ def branch_table(session: Session, campaign_id: int) -> dict[int, tuple[int | No
 def path_to(
     branches: dict[int, tuple[int | None, int]], branch_id: int | None, depth: int
 ) -> Path:
+    """The segments from `branch_id` at `depth` up to the root.
+
+    A lineage visits each branch at most once, so the walk is bounded by the
+    number of branches: a table in which a branch is its own ancestor (a
+    crafted file or database; a sound one never holds one) is refused,
+    naming the branch, where it once walked for ever at full CPU."""
     segments: list[Segment] = []
+    seen: set[int] = set()
     current, last = branch_id, depth
     while current is not None and last >= 0:
+        if current in seen:
+            raise BrokenStory(f"Branch {current} is its own ancestor: following its parents leads back to it, so "
+                              "no line of the story can be read through it. The campaign's file was changed outside "
+                              "the workbench: open a backup (wb.backups()) or import the campaign from a bundle.",
+                              branch=current)
+        seen.add(current)
+        if current not in branches:
+            raise BrokenStory(f"The story reaches branch {current}, which the campaign does not have, so the line "
+                              "through it cannot be read. The campaign's file was changed outside the workbench: open "
+                              "a backup (wb.backups()) or import the campaign from a bundle.", branch=current)
         parent, fork = branches[current]
         first = fork + 1
         if last >= first:

@@ -52,9 +52,15 @@ class Path:
 
 
 def path_to(branches: dict[int, tuple[int | None, int]], branch_id: int | None, depth: int) -> Path:
+    """A branch met twice is a loop (a crafted file): ValueError, so the
+    step leaves that record as it was instead of walking for ever."""
     segments: list[Segment] = []
+    seen: set[int] = set()
     current, last = branch_id, depth
     while current is not None and last >= 0:
+        if current in seen:
+            raise ValueError(f"branch {current} is its own ancestor")
+        seen.add(current)
         parent, fork = branches[current]
         first = fork + 1
         if last >= first:
