@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 .PHONY: setup browser-deps media-deps play lab test demo evidence bench lint clean
 
 # The research notebooks, run at their default parameters into evidence/.
-NOTEBOOKS := calibrate block_trim token_accounting leak_count release_evidence compare retrieval_eval recall_eval narration_eval
+NOTEBOOKS := calibrate block_trim token_accounting leak_count release_evidence compare retrieval_eval recall_eval narration_eval memory_eval
 
 setup: $(STAMP)
 
