@@ -67,7 +67,8 @@ demo: setup
 # for: this target asks (experiments/results.py) and names each sidecar. The
 # browser tests' screenshots go to their temporary folders under `make test`
 # and to evidence/ only here, by the same switch.
-SCREENSHOT_TESTS := tests/browser/test_campaign_app_browser.py tests/browser/test_players_table_browser.py
+SCREENSHOT_TESTS := tests/browser/test_campaign_app_browser.py tests/browser/test_players_table_browser.py \
+	tests/browser/test_table_round_two_browser.py
 
 evidence: export STORY_WORKBENCH_EVIDENCE = 1
 evidence: setup browser-deps

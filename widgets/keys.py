@@ -8,8 +8,9 @@ invisibly inside the app and listens to the page around it:
 - Escape stops a narration in progress, from anywhere in the app or when
   nothing has the focus (and cancels an open editor);
 - Ctrl+Enter in a passage editor saves it;
-- a click on a passage's "Edit" mark asks to edit that passage where it stands,
-  and a click on its ‹ › arrows to show its previous or next take;
+- a click on a passage's "Edit" mark asks to edit that passage where it stands
+  (and brings the editor into view once it shows), and a click on its ‹ ›
+  arrows to show its previous or next take;
 - the story box follows the newest text unless the reader is reading above
   it; then a "new reply ↓" button appears over its foot and takes them down
   (sending a line takes them down too, as in a chat);
@@ -81,13 +82,29 @@ function render({ model, el }) {
   function onClick(e) {
     if (!inApp(e.target)) return;
     if (e.target.closest?.(".sw-send, .sw-continue, .sw-finish")) { toNewest(); return; }
+    if (e.target.closest?.(".sw-edit")) { revealEditor(); return; }
     const mark = e.target.closest?.(".sw-edit-mark, .sw-take-prev, .sw-take-next");
     if (!mark) return;
     const id = nodeOf(mark);
     if (id === null) return;
-    if (mark.classList.contains("sw-edit-mark")) model.send({ action: "edit", id });
+    if (mark.classList.contains("sw-edit-mark")) { model.send({ action: "edit", id }); revealEditor(); }
     else model.send({ action: "take", id, step: mark.classList.contains("sw-take-prev") ? -1 : 1 });
     e.preventDefault();
+  }
+
+  // The editor opens where its passage stands, which in a long story is far
+  // above the newest text the box is pinned to: bring it into view, and
+  // give its box the focus, once it shows.
+  function revealEditor() {
+    let tries = 0;
+    const timer = setInterval(() => {
+      const editor = app()?.querySelector(".sw-editor");
+      if (editor && editor.getBoundingClientRect().height > 0) {
+        clearInterval(timer);
+        editor.scrollIntoView({ block: "center" });
+        editor.querySelector("textarea")?.focus({ preventScroll: true });
+      } else if (++tries > 50) clearInterval(timer);
+    }, 100);
   }
 
   // Following the story. The box is laid out bottom-up (column-reverse), so
@@ -116,7 +133,8 @@ function render({ model, el }) {
     marker.className = "sw-new-reply";
     marker.textContent = "new reply ↓";
     marker.title = "The story went on below where you are reading: show the newest text.";
-    Object.assign(marker.style, { position: "absolute", bottom: "10px", left: "50%", transform: "translateX(-50%)",
+    Object.assign(marker.style, { position: "absolute", bottom: "10px", left: "min(50%, 23em)",
+      transform: "translateX(-50%)",
       zIndex: "10", padding: "3px 12px", borderRadius: "12px", border: "1px solid #1a4f8b", background: "#fff",
       color: "#1a4f8b", cursor: "pointer", boxShadow: "0 1px 4px rgba(0,0,0,.25)", display: "none" });
     marker.addEventListener("click", (e) => { e.preventDefault(); toNewest(); });
