@@ -552,9 +552,13 @@ class Campaign:
             return authors_note(s, self.id)
 
     def set_authors_note(self, text: str) -> str:
-        """Replace the author's note ("" removes it); it applies from the next turn."""
+        """Replace the author's note ("" removes it); it applies from the next turn.
+        Its bound (engine.budget.standing) is checked here, where tokens can be
+        counted: the story layer below has no counter."""
+        from .budget import standing
         from .story.notes import set_authors_note
 
+        standing.check("authors_note", text, NotAllowed)
         return self._change("set the author's note", lambda tree: set_authors_note(tree.session, self.id, text))
 
     def edit_line(self, node_id: int, text: str, *, on_text: TextCallback = None,

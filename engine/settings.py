@@ -26,6 +26,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from .budget import standing
 from .errors import WorkbenchError
 from .search.tuning import DEFAULT as DEFAULT_TUNING
 from .search.tuning import Tuning
@@ -308,6 +309,11 @@ class Settings:
         if len(stop_list(self.stop_strings)) > STOP_LIMIT:
             problems.append(f"{call('stop_strings')} may hold at most {STOP_LIMIT} (OpenAI-compatible servers "
                             f"take no more), not {len(stop_list(self.stop_strings))}")
+        if isinstance(self.narrator_prompt, str):  # every prompt opens with it, whole (engine.budget.standing)
+            if standing.excess("narrator_prompt", self.narrator_prompt.strip()):
+                problems.append(f"{call('narrator_prompt')} must be at most "
+                                f"{standing.BOUNDS['narrator_prompt'].words}, not {len(self.narrator_prompt):,} "
+                                "characters (campaign-specific rules belong in the campaign's AI instructions)")
         if self.max_output_tokens >= self.context_budget:
             problems.append(f"{call('max_output_tokens')} must be smaller than {call('context_budget')} "
                             f"({_number(self.max_output_tokens)} is not less than {_number(self.context_budget)})")

@@ -8,9 +8,10 @@ from sqlalchemy import select
 
 from . import interop
 from . import settings as settings_store
+from .budget import standing
 from .bundle import facade
 from .campaign import Campaign, Services
-from .errors import NotFound, WorkbenchError
+from .errors import NotAllowed, NotFound, WorkbenchError
 from .providers import Narrator
 from .providers import window as windows
 from .providers.connection import ConnectionReport, check_connection
@@ -165,9 +166,12 @@ class Workbench:
         title = (title or "").strip()
         if not title:
             raise WorkbenchError("A campaign needs a title, e.g. new_campaign('Westhaven').")
+        for name, text in (("premise", premise), ("protagonist", protagonist), ("ai_instructions", ai_instructions),
+                           ("authors_note", authors_note)):
+            standing.check(name, text, NotAllowed, "No campaign was made.")  # every prompt carries them whole
         with self.db.writing() as s:
             row = CampaignRow(
-                title=title[:200], premise=premise.strip(), protagonist=protagonist.strip()[:200],
+                title=title[:200], premise=premise.strip(), protagonist=protagonist.strip(),
                 ai_instructions=ai_instructions.strip(), authors_note=authors_note.strip(),
                 canon={}, state={},
             )

@@ -26,6 +26,8 @@ from urllib.parse import urlsplit
 import pandas as pd
 from sqlalchemy import select
 
+from ..budget import standing
+from ..errors import CardRefused
 from ..store import Database
 from ..store.cards_tables import StoryCardRow
 from . import backup as backups_module
@@ -140,9 +142,11 @@ def story_cards(db: Database, campaign_id: int) -> pd.DataFrame:
 
 
 def add_story_card(db: Database, campaign_id: int, **fields: Any) -> int:
-    """A new card in campaign `campaign_id` (see `engine.cards.add_card`); its id."""
+    """A new card in campaign `campaign_id` (see `engine.cards.add_card`); its id.
+    Its text is held to the bound an imported card is cut to (engine.budget.standing)."""
     from ..cards import add_card
 
+    standing.check("card_entry", fields.get("entry", ""), CardRefused, "Nothing was written.")
     with db.writing() as session:
         return add_card(session, campaign_id, **fields)
 
@@ -151,6 +155,7 @@ def edit_story_card(db: Database, campaign_id: int, card_id: int, **changes: Any
     """Change card `card_id` of campaign `campaign_id` (see `engine.cards.edit_card`)."""
     from ..cards import edit_card
 
+    standing.check("card_entry", changes.get("entry", ""), CardRefused, "Nothing was written.")
     with db.writing() as session:
         return edit_card(session, campaign_id, card_id, **changes)
 

@@ -11,9 +11,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from ..budget import standing
 from ..narrative.model import SECTIONS
 from ..store.models import utcnow
 from .plan import Notes
+from .statefit import fit_state
+from .statefit import state_key as _state_key
 
 __all__ = ["MISSING", "flag", "is_whole", "json_object", "moment", "optional_moment", "optional_whole",
            "state_document", "string"]
@@ -93,7 +96,7 @@ def json_object(value: Any, notes: Notes, what: str) -> dict:
     return value
 
 
-def state_document(value: Any, notes: Notes, what: str) -> dict:
+def state_document(value: Any, notes: Notes, what: str, seen: dict[str, int] | None = None) -> dict:
     """A narrative state kept exactly when sound; a section of the wrong kind
     becomes empty, and a document that is not an object becomes `{}` (never
     another position's state: an empty document is the honest guess)."""
@@ -103,10 +106,60 @@ def state_document(value: Any, notes: Notes, what: str) -> dict:
         notes.repair(f"{what} was not a state document; read as the empty state")
         return {}
     broken = [name for name, kind in SECTIONS.items() if name in value and not isinstance(value[name], kind)]
-    if not broken:
-        return value
-    document = dict(value)  # a new outer object: the given one is left as it was
-    for name in broken:
-        notes.repair(f"{what} had a malformed '{name}' section; it was emptied")
-        document[name] = SECTIONS[name]()
-    return document
+    document = value
+    if broken:
+        document = dict(value)  # a new outer object: the given one is left as it was
+        for name in broken:
+            notes.repair(f"{what} had a malformed '{name}' section; it was emptied")
+            document[name] = SECTIONS[name]()
+    document = _named_by_keys(document, notes, what)
+    seen = {} if seen is None else seen
+    fitted, how = fit_state(document, seen)
+    if how:
+        # The size is given where there is one state (the campaign's); node
+        # snapshots are counted instead, or a long story's report would list each.
+        size = f" ({seen[_state_key(document)]:,} tokens)" if what == "the campaign's state" else ""
+        notes.repair(f"{what} was past its bound of {standing.BOUNDS['state'].words}{size} as the prompt shows "
+                     f"it, so that every turn can still be built at the default {standing.DEFAULT_WINDOW:,}-token "
+                     f"window; {how}")
+    return fitted
+
+
+def _key(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _named_by_keys(document: dict, notes: Notes, what: str) -> dict:
+    """Where a state names an entity it holds the entity's key (text, or
+    nothing), and an entity's name is text. Anything else there (a list, a
+    number, an object) once imported cleanly and then failed every turn that
+    showed the state or searched by its names, with a raw TypeError or
+    AttributeError; it is cleared, and the repair said. Copies only what it
+    changes."""
+    fixed: dict[str, Any] = {}
+    scene = document.get("scene")
+    if isinstance(scene, dict):
+        present = scene.get("present", [])
+        sound_present = isinstance(present, list) and all(isinstance(k, str) for k in present)
+        if not _key(scene.get("location")) or not sound_present:
+            fixed["scene"] = {**scene, "location": scene.get("location") if _key(scene.get("location")) else None,
+                              "present": [k for k in present if isinstance(k, str)] if isinstance(present, list)
+                              else []}
+    possessions = document.get("possessions")
+    if isinstance(possessions, dict) and not all(isinstance(v, str) for v in possessions.values()):
+        fixed["possessions"] = {k: v for k, v in possessions.items() if isinstance(v, str)}
+    entities = document.get("entities")
+    if isinstance(entities, dict) and not all(_key(e.get(f)) for e in entities.values() if isinstance(e, dict)
+                                              for f in ("location", "name")):
+        fixed["entities"] = {k: {**e, **{f: None for f in ("location", "name") if not _key(e.get(f))}}
+                             if isinstance(e, dict) else e for k, e in entities.items()}
+    for section, ends in (("facts", ("subject", "object")), ("relationships", ("source", "target"))):
+        rows = document.get(section)
+        if isinstance(rows, list) and not all(_key(r.get(end)) for r in rows if isinstance(r, dict) for end in ends):
+            fixed[section] = [{**r, **{end: None for end in ends if not _key(r.get(end))}}
+                              if isinstance(r, dict) else r for r in rows]
+    if not fixed:
+        return document
+    for name in fixed:
+        notes.repair(f"{what} had a reference or a name in its '{name}' section that is not text; it was cleared")
+    return {**document, **fixed}

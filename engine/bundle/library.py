@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..budget import standing
 from ..knowledge import intake
 from ..knowledge.chunking import digest
 from ..knowledge.refusals import KnowledgeRefused
@@ -117,6 +118,9 @@ def _card(row: dict, notes: Notes) -> CardPlan | None:
     keys = card_keys(row.get("keys", MISSING))
     if not (title.strip() or entry.strip() or keys):
         return None
+    entry, cut_note = standing.cut("card_entry", entry, f"the text of story card “{title.strip()[:80] or '(untitled)'}”")
+    if cut_note:
+        notes.repair(cut_note)
     return CardPlan(title=title, keys=keys, entry=entry,
                     card_type=string(row.get("card_type", MISSING), notes, "a story card's type", limit=40),
                     notes=string(row.get("notes", MISSING), notes, "a story card's notes"),

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..budget import standing
 from ..turns.record import REF, hashes_of, text_hash
 from .errors import BundleRefused
 from .fields import MISSING, json_object, moment, state_document, string
@@ -67,16 +68,46 @@ def read_campaign(raw: Any, notes: Notes) -> dict[str, Any]:
         length = ""
     return {
         "title": title[:200],
-        "premise": string(raw.get("premise", MISSING), notes, "the premise"),
-        "protagonist": string(raw.get("protagonist", MISSING), notes, "the protagonist", limit=200),
-        "ai_instructions": string(raw.get("ai_instructions", MISSING), notes, "the AI instructions"),
-        "authors_note": string(raw.get("authors_note", MISSING), notes, "the author's note"),
+        "premise": _bounded(raw, "premise", notes, "the premise"),
+        "protagonist": _bounded(raw, "protagonist", notes, "the protagonist"),
+        "ai_instructions": _bounded(raw, "ai_instructions", notes, "the AI instructions"),
+        "authors_note": _bounded(raw, "authors_note", notes, "the author's note"),
         "narration_length": length,
-        "canon": json_object(raw.get("canon", MISSING), notes, "the campaign canon"),
+        "canon": _canon(raw.get("canon", MISSING), notes),
         "state": state_document(raw.get("state", MISSING), notes, "the campaign's state"),
         "created_at": moment(raw.get("created_at", MISSING), notes, "the campaign's creation time"),
         "updated_at": moment(raw.get("updated_at", MISSING), notes, "the campaign's update time"),
     }
+
+
+def _bounded(raw: dict, key: str, notes: Notes, what: str) -> str:
+    """A protected field as text, cut to its bound (engine.budget.standing)
+    with the cut and its size in the report: every prompt carries it whole,
+    so a longer one would leave the campaign unable to play a turn."""
+    kept, cut_note = standing.cut(key, string(raw.get(key, MISSING), notes, what))
+    if cut_note:
+        notes.repair(cut_note)
+    return kept
+
+
+def _canon(value: Any, notes: Notes) -> dict:
+    """The canon object as given, its rules cut to the canon's bound when they pass it."""
+    canon = json_object(value, notes, "the campaign canon")
+    rules = canon.get("rules")
+    if rules is None:
+        return canon
+    if not isinstance(rules, list):
+        # The prompt lists each rule a line; a string would be read a
+        # character at a time, so it becomes the one rule it says.
+        notes.repair("the campaign canon's rules were not a list; "
+                     + ("the text became its one rule" if isinstance(rules, str) else "they were cleared"))
+        rules = [rules] if isinstance(rules, str) else []
+        canon = {**canon, "rules": rules}
+    kept, cut_note = standing.cut_rules(rules)
+    if cut_note is None:
+        return canon
+    notes.repair(cut_note)
+    return {**canon, "rules": kept}  # a new object: the given one is left as it was
 
 
 def read_v1(payload: dict, format_name: str = f"{FORMAT} v1") -> Plan:

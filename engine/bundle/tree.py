@@ -108,11 +108,12 @@ def read_nodes(raw: Any, branches: list[BranchPlan], notes: Notes) -> list[NodeP
         raise BundleRefused(f"The file has {len(rows):,} story nodes, past this workbench's limit of "
                             f"{limits.MAX_NODES:,}. Nothing was imported.")
     forks = {b.key: b.fork_depth for b in branches}
+    states: dict[str, int] = {}  # each distinct state snapshot is measured once
     seen: set[int] = set()
     taken: dict[tuple[int, int], int] = {}
     nodes = []
     for position, row in enumerate(rows):
-        node = _node(row, position, forks, notes)
+        node = _node(row, position, forks, notes, states)
         if node.key in seen:
             raise BundleRefused(f"Two story nodes both call themselves {node.key}. Nothing was imported.")
         seen.add(node.key)
@@ -125,7 +126,7 @@ def read_nodes(raw: Any, branches: list[BranchPlan], notes: Notes) -> list[NodeP
     return nodes
 
 
-def _node(row: Any, position: int, forks: dict[int, int], notes: Notes) -> NodePlan:
+def _node(row: Any, position: int, forks: dict[int, int], notes: Notes, states: dict[str, int]) -> NodePlan:
     if not isinstance(row, dict):
         raise BundleRefused(f"Story node entry {position + 1} is not an object. Nothing was imported.")
     key = row.get("id", MISSING)
@@ -159,7 +160,7 @@ def _node(row: Any, position: int, forks: dict[int, int], notes: Notes) -> NodeP
         reasoning=_reasoning(row.get("reasoning", MISSING), notes),
         live=flag(row.get("live", MISSING), notes, "a node's live flag", default=False),
         edited=flag(row.get("edited", MISSING), notes, "a node's edited flag", default=False),
-        state_after=state_document(row.get("state_after", MISSING), notes, "a node's state snapshot"),
+        state_after=state_document(row.get("state_after", MISSING), notes, "a node's state snapshot", states),
         created_at=moment(row.get("created_at", MISSING), notes, "a node's creation time"),
     )
     node.record = read_record(row.get("record", MISSING), node, notes)

@@ -29,6 +29,7 @@ import json
 import zipfile
 from typing import Any
 
+from ..budget import standing
 from ..bundle import limits
 from ..bundle.errors import BundleRefused
 from ..bundle.native import read_v1
@@ -188,7 +189,7 @@ def read_character_card(card: Any, *, character_as: str = "cast", protagonist: s
                 "protagonist": protagonist or "", "ai_instructions": text["system_prompt"],
                 "authors_note": text["post_history_instructions"]}
     cast = _cast_card(data, name, portrait) if character_as == "cast" and portrait else None
-    state = _cast_state(name, portrait) if cast else {}
+    state = _cast_state(name, portrait, notes) if cast else {}
     if state:
         campaign["state"] = state
     opening = text["first_mes"]
@@ -262,8 +263,15 @@ def _cast_card(data: dict, name: str, portrait: str) -> dict:
             "notes": "The character from the imported card."}
 
 
-def _cast_state(name: str, portrait: str) -> dict:
+def _cast_state(name: str, portrait: str, notes: Notes) -> dict:
+    """The character as an entity of the narrative state, which every prompt
+    shows whole: its description is the portrait within its bound (the whole
+    portrait stays in the cast card, which enters when the character is named)."""
     from ..narrative import model
+
+    portrait, cut_note = standing.cut("cast_description", portrait, f"{name}'s description in the narrative state")
+    if cut_note:
+        notes.repair(cut_note + " (the cast card keeps it whole)")
 
     key = "".join(ch if ch.isalnum() else "-" for ch in name.lower()).strip("-")[:64] or "character"
     if not model.is_key(key):

@@ -1,19 +1,18 @@
 """The author's note: a short standing instruction the context builder places
 near the end of the prompt (AUTHORS_NOTE_DEPTH lines from the end of the
-history), where a small model still heeds it. Kept on the campaign row."""
+history), where a small model still heeds it. Kept on the campaign row.
+
+Its bound, with every other protected field's, is in one table
+(engine.budget.standing, in tokens); `Campaign.set_authors_note` checks it
+before calling here, since this layer sits below the token counter."""
 from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from ..errors import NotAllowed, NotFound
+from ..errors import NotFound
 from ..store import CampaignRow
 
-__all__ = ["NOTE_LIMIT", "authors_note", "set_authors_note"]
-
-# A standing instruction is a sentence or two ("Keep the tone grim; Mara lies
-# about the key."); a page of it belongs in a story card or the AI
-# instructions, where it is priced and placed as lore.
-NOTE_LIMIT = 1000
+__all__ = ["authors_note", "set_authors_note"]
 
 
 def _row(session: Session, campaign_id: int) -> CampaignRow:
@@ -30,8 +29,5 @@ def authors_note(session: Session, campaign_id: int) -> str:
 def set_authors_note(session: Session, campaign_id: int, text: str) -> str:
     """Replace the note ("" removes it); the stored text comes back."""
     text = (text or "").strip()
-    if len(text) > NOTE_LIMIT:
-        raise NotAllowed(f"The author's note is {len(text):,} characters; keep it under {NOTE_LIMIT:,} (a sentence "
-                         "or two). Longer lore belongs in a story card. Nothing was changed.")
     _row(session, campaign_id).authors_note = text
     return text
