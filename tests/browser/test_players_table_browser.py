@@ -144,7 +144,7 @@ def _at_the_table(page, base, token, width, shots: Path) -> None:
     app.locator(".sw-input textarea:not([disabled])").wait_for(timeout=30 * SECOND)
     assert app.locator(".story-narrator").count() == narrations
 
-    # A player's own line, edited where it stands: the editor opens between its neighbours.
+    # A player's own line, edited where it stands and branched from: the editor opens between its neighbours.
     line = app.locator(".sw-passage", has=page.locator(".story-player", has_text="I try the door"))
     line.locator(".sw-edit-mark").click()
     editor = app.locator(".sw-editor textarea")
@@ -153,7 +153,7 @@ def _at_the_table(page, base, token, width, shots: Path) -> None:
     assert _editor_between_passages(page), "the editor is not where the passage stood"
     app.screenshot(path=str(shots / f"app-editing-{width}.png"))
     editor.fill("I knock at the door")
-    app.locator(".sw-editor-save").click()
+    app.locator(".sw-editor-branch").click()  # answered afresh on a new line (Save would keep the story after it)
     story.get_by_text("You knock, and the sound rolls").wait_for(timeout=TURN)
     _written(app)
     assert "> I knock at the door." in story.inner_text() and "I try the door" not in story.inner_text()
