@@ -399,6 +399,26 @@ class EmbeddingGemmaEmbedder(_LocalSentenceEmbedder):
         return weights_sha256()  # model_dir() vouches that the weights are the pinned ones
 
     @classmethod
+    def _query_session(cls):
+        """The ONNX Runtime session a query runs through (its own export: the
+        layers after the token lookup, engine.providers.embeddinggemma), or
+        None for PyTorch; loaded once."""
+        with _st_lock:
+            if cls.model_id not in _query_sessions:
+                from .embeddinggemma import load_onnx
+                from .worker import THREADS_ENV, default_threads
+
+                threads = default_threads() if os.environ.get(THREADS_ENV, "").strip() else 1  # as _fit_threads
+                _query_sessions[cls.model_id] = load_onnx(cls._export_dir(), cls._weights_digest(), threads)
+            return _query_sessions[cls.model_id]
+
+    @classmethod
+    def query_export_ready(cls) -> bool:
+        from .embeddinggemma import exported
+
+        return exported(cls._export_dir(), cls._weights_digest())
+
+    @classmethod
     def prepare_queries(cls) -> str:
         """Export the encoder for a turn's queries once (make setup), checked
         against PyTorch's vectors on this CPU; a failure leaves queries on
@@ -406,7 +426,7 @@ class EmbeddingGemmaEmbedder(_LocalSentenceEmbedder):
         from .embeddinggemma import export_onnx
 
         name = cls.model_id.rsplit("/", 1)[-1]
-        if cls._query_session() is not None:
+        if cls.query_export_ready():  # its stamp and size: a second make setup loads nothing
             return f"{name}: queries run through ONNX Runtime (checked before)"
         try:
             target = export_onnx(cls._model(), cls._export_dir(), cls._weights_digest())
@@ -442,10 +462,10 @@ class EmbeddingGemmaEmbedder(_LocalSentenceEmbedder):
         _fit_threads(query=True)
         session = self._query_session()
         if session is not None:
-            from .onnx_query import encode as run_onnx
+            from .embeddinggemma import encode_onnx
 
             try:
-                return self._kept(_by_length(texts, partial(run_onnx, model, session)))
+                return self._kept(_by_length(texts, partial(encode_onnx, model, session)))
             except Exception as exc:  # onnxruntime raises its own classes; the query must not fail for it
                 log.warning("ONNX Runtime failed on a query (%s); %s's queries run through PyTorch from now on.",
                             exc, GEMMA_ID)

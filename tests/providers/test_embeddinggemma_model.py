@@ -23,6 +23,8 @@ def test_documents_and_queries_get_the_models_own_prompts():
     assert model.prompts["document"] == gemma.DOCUMENT_PROMPT and model.prompts["query"] == gemma.QUERY_PROMPT
     assert model.max_seq_length == embedder.max_seq
 
+    if EmbeddingGemmaEmbedder.query_export_ready():  # make setup exported it: queries run through ONNX Runtime
+        assert embedder.query_backend == "onnxruntime"
     documents = embedder.embed(PASSAGES)
     query = embedder.embed_query([SCENE])
     assert documents.shape == (2, 768) and documents.dtype == np.float32 and embedder.model_id == GEMMA_ID
