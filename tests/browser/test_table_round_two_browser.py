@@ -172,6 +172,7 @@ def test_forty_turns_in_a_notebook_cell(lab, narrator, tmp_path):  # noqa: F811 
                 page.reload(wait_until="domcontentloaded")
                 app = _run_in_lab(page, None)
                 _after_reload(page, app)
+                _opens_clean(page, base, token, work)
             except Exception as exc:
                 raise AssertionError(_shown(page, tmp_path, "lab.log")) from exc
         finally:
@@ -312,6 +313,15 @@ def _after_reload(page, app) -> None:
     before = _narrations(page)
     _send(page, app, "I go on after the reload")
     assert _narrations(page) == before + 1
+
+
+def _opens_clean(page, base: str, token: str, work: Path) -> None:
+    """The play notebook opens without unsaved changes, once its kernel has started and said who it is."""
+    (work / "play.ipynb").write_text((ROOT / "notebooks" / "play.ipynb").read_text(encoding="utf-8"), encoding="utf-8")
+    page.goto(f"{base}/lab/tree/play.ipynb?token={token}", wait_until="domcontentloaded")
+    page.locator(".lm-TabBar-tab.jp-mod-current", has_text="play.ipynb").wait_for(timeout=60 * SECOND)
+    page.wait_for_timeout(20 * SECOND)  # the kernel starts and reports its language
+    assert page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").count() == 0, "play.ipynb opened dirty"
 
 
 def _shot(app, path: Path) -> None:
