@@ -130,6 +130,20 @@ def _act_retrying(camp, text: str, attempts: int = 3):
                 raise
 
 
+def _window_that_cannot_fit(report) -> int:
+    """The largest window a llama-server can have (it pads its context to 256
+    tokens) in which the protected prompt measured in `report` leaves no room.
+
+    The reply's reserve and the 256-token safety reserve come off the window
+    first, and the server counts `token_ratio` of its tokens for each of
+    ours, so the prompt fits only above reply + 256 + prompt x ratio. A fixed
+    window was a guess: the engine, told of a restart at 1,024, rebuilt this
+    campaign's prompt to 660 tokens, which fitted."""
+    t, ratio = report["tokens"], report["window"].get("token_ratio") or 1.0
+    edge = t["output_reserve"] + 256 + int((t["protected"] + t["transport"]) * ratio)
+    return edge // 256 * 256
+
+
 def test_a_full_window_never_overflows_and_a_restart_is_seen(port, bench):
     server = LlamaServer(1536, port)
     try:
@@ -138,13 +152,15 @@ def test_a_full_window_never_overflows_and_a_restart_is_seen(port, bench):
         turns = [_act_retrying(camp, LONG_INPUT) for _ in range(20)]
         assert [t.accounting["status"] for t in turns].count("exceeded") == 0
         assert max(t.usage["prompt_tokens"] for t in turns) > 1100  # the window was filled
+        small = _window_that_cannot_fit(camp.context(LONG_INPUT))
+        assert 256 <= small < 1280, small
     finally:
         server.stop()
-    server = LlamaServer(1024, port)
+    server = LlamaServer(small, port)
     try:
-        # At 1,024 this campaign's protected prompt (~650 tokens of rules and protocol, a
-        # 256-token reserve, the reply) no longer fits: refused in words that name the
-        # server's window, and nothing written.
+        # In a window too small for this campaign's protected prompt (rules,
+        # protocol, the input, the reply's and the safety reserve) the turn is
+        # refused in words that name the server's window, and nothing is written.
         head = camp.head
         with pytest.raises(ContextOverflow, match="what the server was found to accept"):
             camp.act(LONG_INPUT)
@@ -158,7 +174,7 @@ def test_a_full_window_never_overflows_and_a_restart_is_seen(port, bench):
         # answer that attempt with nothing (a retry then finds the window
         # already learned), so the connection test is the one that asks.
         seen = wb.test_connection()
-        assert seen.window["tokens"] == 1280 and seen.window["changed_from"] in (1024, 1536), seen.window
+        assert seen.window["tokens"] == 1280 and seen.window["changed_from"] in (small, 1536), seen.window
         assert "The window changed" in seen.warning
         turn = _act_retrying(camp, LONG_INPUT)
         assert turn.report["budget"]["effective"] == 1280 and turn.accounting["status"] != "exceeded"
