@@ -523,6 +523,7 @@ def probe(played: Played, tuning=None, window: int = WINDOW, keys: Sequence[str]
                "left_window": bool(depths) and max(depths) < oldest,
                "distance": (oldest - max(depths)) if depths else None,
                "share_tokens": share, "where": where, "project": where != "nowhere",
+               "offered": sum(1 for u in report.used("memories") if u.get("unit", "memory") != "memory"),
                "invented": _invented(report, played) if q.kind == "unanswerable" else 0}
         if baselines and (q.answer or evidence):
             for method in ("bm25", "dense"):
@@ -559,15 +560,17 @@ def evaluate(workdir: str | Path, *, turns: int = 320, narrator="local", embedde
         model = narrator if isinstance(narrator, str) else getattr(narrator, "model_id", "narrator")
         tag = "" if model == "local" else "-" + re.sub(r"\W+", "_", model)  # banks of other narrators apart
         out.append(play(talk, workdir / f"{name}-{len(talk.lines)}{tag}.db", narrator=narrator, embedder=embedder,
-                        cache=workdir / "narrator_cache.json", reuse=reuse, progress=progress))
+                        cache=workdir / f"narrator_cache{tag}.json", reuse=reuse, progress=progress))
     return out
 
 
-def tune_floor(played: Sequence[Played], floors: Sequence[float] = (0.0, 0.2, 0.3, 0.4, 0.5),
+def tune_floor(played: Sequence[Played], floors: Sequence[float] = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7),
                window: int = WINDOW) -> pd.DataFrame:
     """Each recall floor on the tuning half: the share of answerable
-    questions whose evidence left the window that the prompt answers, and
-    memories invented for the unanswerable ones."""
+    questions whose evidence left the window that the prompt answers, the
+    lines and summaries offered to an unanswerable question (noise), and
+    memories invented for those. Best first: most answered, then least
+    noise, then the higher floor."""
     rows = []
     for floor in floors:
         tuning = replace(DEFAULT, recall_floor=floor)
@@ -575,9 +578,13 @@ def tune_floor(played: Sequence[Played], floors: Sequence[float] = (0.0, 0.2, 0.
                                                   if half_of(i) == "tune"], baselines=False) for p in played]
         frame = pd.concat(frames, ignore_index=True)
         answerable = frame[(frame.kind != "unanswerable") & frame.left_window]
+        unanswerable = frame[frame.kind == "unanswerable"]
         rows.append({"floor": floor, "answered": round(float(answerable.project.mean()), 3) if len(answerable) else None,
-                     "questions": len(answerable), "invented": int(frame.invented.sum())})
-    return pd.DataFrame(rows).sort_values(["answered", "floor"], ascending=[False, False]).reset_index(drop=True)
+                     "questions": len(answerable),
+                     "noise": round(float(unanswerable.offered.mean()), 2) if len(unanswerable) else 0.0,
+                     "invented": int(frame.invented.sum())})
+    return pd.DataFrame(rows).sort_values(["answered", "noise", "floor"], ascending=[False, True, False]
+                                          ).reset_index(drop=True)
 
 
 def summarise(frame: pd.DataFrame) -> pd.DataFrame:

@@ -136,26 +136,52 @@ def recall(session, campaign_id: int, path: Path, embedder, top_k: int, pending:
     judged = _judged(judge, parts, ranked[:tuning.judged], lexical, meta, tuning) if judge is not None else {}
     ranked = sorted(judged, key=judged.get, reverse=True) + ranked[len(judged):]
     floor = tuning.recall_floor
-    ranked = [k for k in ranked if meta[k].pinned or k in judged or found.score[k] >= floor]
-    # Memories as before: the pinned and the best of the rest, top_k in all.
+    mine = [k for k in ranked if k[0] == "memory"]
+    pinned = {k for k in mine if meta[k].pinned}
+    # Memories as before: the pinned and the best of the rest, top_k in all
+    # (the floor is the played lines' and summaries', measured on them).
+    chosen, suppressed = choose(mine, max(1, top_k), pinned=pinned, group={k: meta[k].authority for k in mine},
+                                vector_of=units.vector, bar=tuning.memory_redundant)
     # The played lines and earlier summaries beside them: more candidates
     # than a prompt holds, for the builder to filter by its window.
-    chosen, suppressed = choose([k for k in ranked if k[0] == "memory"], max(1, top_k),
-                                pinned={k for k in ranked if meta[k].pinned},
-                                group={k: meta[k].authority for k in ranked}, vector_of=units.vector,
-                                bar=tuning.memory_redundant)
-    others, repeats = choose([k for k in ranked if k[0] != "memory"], tuning.recall_candidates,
-                             group={k: k[0] for k in ranked}, vector_of=units.vector, bar=tuning.memory_redundant)
-    place = {k: n for n, k in enumerate(ranked)}
+    others = [k for k in ranked if k[0] != "memory" and found.score[k] >= floor]
+    others, repeats = _distinct(others[:3 * tuning.recall_candidates], units, tuning.recall_candidates,
+                                tuning.memory_redundant)
+    wanted = set(chosen) | set(others)
+    place = {k: n for n, k in enumerate(ranked) if k in wanted}
     chosen = sorted(chosen + others, key=place.__getitem__)
     sources = _sources(session, [k[1] for k in chosen if k[0] == "memory"])
     used = [_entry(k, meta[k], found, lexical, k in judged, sources) for k in chosen]
     counts = {kind: sum(1 for k in units.keys if k[0] == kind) for kind in ("memory", "line", "summary")}
     return Recall(used, {"used": used, "considered": len(units.keys), "units": counts,
                          "suppressed": [{"id": s["id"][1], "duplicate_of": s["duplicate_of"][1]} for s in suppressed],
-                         "repeated_lines": len(repeats),
+                         "repeated_lines": repeats,
                          "error": None, "query": query[-200:], "parts": len(parts), "method": method,
                          "floor": floor, "tuning": tuning.record()})
+
+
+def _distinct(order: list, units, k: int, bar: float) -> tuple[list, int]:
+    """The best `k` of `order` with no two of one kind at cosine `bar` or
+    more (a line said twice, "How has your week been?"): the greedy choice
+    of `search.recall.choose`, each candidate compared with the kept ones in
+    one product (a dot product per pair over 2,000 lines was most of a
+    1,000-turn recall)."""
+    kept: list = []
+    rows = np.empty((max(1, k), units.held["line"].vectors.shape[1] if "line" in units.held else 1), np.float32)
+    repeats = 0
+    for key in order:
+        if len(kept) >= k:
+            break
+        vector = units.vector(key)
+        same = [n for n, other in enumerate(kept) if other[0] == key[0]]
+        if same and rows.shape[1] == len(vector) and \
+                (np.einsum("ij,j->i", rows[same], vector) >= bar).any():
+            repeats += 1
+            continue
+        if rows.shape[1] == len(vector):
+            rows[len(kept)] = vector
+        kept.append(key)
+    return kept, repeats
 
 
 def _entry(key, meta, found, lexical, judged: bool, sources: dict) -> dict:
@@ -183,6 +209,24 @@ class _Meta:
     when: str = ""
 
 
+class _Shown(dict):
+    """{unit key: _Meta}, a line's made when first asked for: a turn shows a
+    few of thousands, and making each one's text (its time, relative days
+    written out) was most of a 1,000-turn recall."""
+
+    def __init__(self, lines: dict):
+        super().__init__()
+        self.lines = lines
+
+    def __missing__(self, key):
+        line = self.lines[key[1]]
+        label = line.stamp.label if line.stamp is not None else ""
+        text = resolve(spoken(line.kind, line.text), line.stamp)
+        made = self[key] = _Meta(f"[{label}] {text}" if label else text, start=line.depth, end=line.depth,
+                                 when=label)
+        return made
+
+
 @dataclass
 class _Units:
     """Every recall unit on the path: keys ("memory" | "line" | "summary", id),
@@ -190,8 +234,12 @@ class _Units:
 
     keys: list = field(default_factory=list)
     words: dict = field(default_factory=dict)
+    lines: dict = field(default_factory=dict)  # node id -> lines.Line
     meta: dict = field(default_factory=dict)
     held: dict = field(default_factory=dict)  # kind -> Held
+
+    def __post_init__(self):
+        self.meta = _Shown(self.lines)
 
     def vector(self, key) -> np.ndarray:
         return self.held[key[0]][key[1]]
@@ -230,14 +278,10 @@ def _units(session, campaign_id: int, path: Path, model: str, tuning: Tuning) ->
                      lambda missing: load_vectors(session, model, {i: hashes[i] for i in missing}))
     out.held["line"] = held
     words = line_terms(session, campaign_id, [by_id[i] for i in held.ids])
-    for i in held.ids:
-        line = by_id[i]
-        key = ("line", i)
-        out.keys.append(key)
-        out.words[key] = words[i]
-        label = line.stamp.label if line.stamp is not None else ""
-        text = resolve(spoken(line.kind, line.text), line.stamp)
-        out.meta[key] = _Meta(f"[{label}] {text}" if label else text, start=line.depth, end=line.depth, when=label)
+    out.lines.update(by_id)
+    keys = [("line", i) for i in held.ids]
+    out.keys.extend(keys)
+    out.words.update(zip(keys, (words[i] for i in held.ids), strict=True))
     current_summary = current(session, path)
     summaries = [r for r in session.connection().execute(
         select(SummaryRow.id, SummaryRow.text, SummaryRow.source_start, SummaryRow.source_end)
