@@ -1,7 +1,7 @@
 """Keep the tracked notebooks clean while they are played.
 
-`make play` opens `notebooks/play.ipynb` itself, and JupyterLab autosaves
-what it shows: outputs, widget state, the kernel's full language_info. This
+`make lab` opens `notebooks/play.ipynb` itself, and JupyterLab autosaves
+what it shows: outputs, widget state, execution counts. This
 pre-save hook (`scripts/play.py` installs it in the server it starts) saves
 any notebook under the project's `notebooks/` folder as its sources only,
 written exactly as nbformat writes it, so playing leaves `git diff` empty
@@ -15,9 +15,12 @@ from pathlib import Path
 __all__ = ["NOTEBOOKS", "is_tracked_notebook", "keep_sources_only", "sources_only"]
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-# Notebook metadata the sources keep; everything else a session adds
-# (widget state, language_info's version and mimetype) changes run to run.
-_KEPT_METADATA = ("kernelspec",)
+# Notebook metadata the sources keep; everything else a session adds (widget
+# state) changes run to run.
+# language_info is kept whole: JupyterLab rewrites a shorter one with what the
+# kernel reports as it starts, which marked the play notebook unsaved on every
+# open; so git's copy carries what this machine's kernel reports.
+_KEPT_METADATA = ("kernelspec", "language_info")
 _VOLATILE_CELL_METADATA = ("execution", "collapsed", "scrolled", "papermill", "trusted")
 
 
@@ -30,12 +33,9 @@ def is_tracked_notebook(path: str | Path, root: str | Path = "") -> bool:
 def sources_only(notebook: dict) -> dict:
     """The notebook with no outputs, counts or session metadata (changed in place and returned)."""
     metadata = notebook.get("metadata", {})
-    language = metadata.get("language_info", {})
     for key in list(metadata):
         if key not in _KEPT_METADATA:
             del metadata[key]
-    if language.get("name"):
-        metadata["language_info"] = {"name": language["name"]}
     for cell in notebook.get("cells", []):
         for key in _VOLATILE_CELL_METADATA:
             cell.get("metadata", {}).pop(key, None)
