@@ -12,8 +12,8 @@ invisibly inside the app and listens to the page around it:
   (and brings the editor into view once it shows), and a click on its ‹ ›
   arrows to show its previous or next take;
 - the story box follows the newest text unless the reader is reading above
-  it; then a "new reply ↓" button appears over its foot and takes them down
-  (sending a line takes them down too, as in a chat);
+  it (a line sent meanwhile does not drag them down); then a "new reply ↓"
+  button appears over its foot and takes them down;
 - once, when the app first appears, it is scrolled into view and kept there
   until the reader scrolls or types (Run All otherwise ends at the bottom of
   the notebook, below the app).
@@ -69,7 +69,7 @@ function render({ model, el }) {
     const input = e.target.closest?.(".sw-input");
     if (input && e.target.tagName === "TEXTAREA" && !e.shiftKey && !e.altKey) {
       e.preventDefault(); e.stopPropagation();
-      if (!e.target.disabled && e.target.value.trim()) { toNewest(); model.send({ action: "send", text: e.target.value }); }
+      if (!e.target.disabled && e.target.value.trim()) model.send({ action: "send", text: e.target.value });
     }
   }
 
@@ -81,7 +81,6 @@ function render({ model, el }) {
 
   function onClick(e) {
     if (!inApp(e.target)) return;
-    if (e.target.closest?.(".sw-send, .sw-continue, .sw-finish")) { toNewest(); return; }
     if (e.target.closest?.(".sw-edit")) { revealEditor(); return; }
     const mark = e.target.closest?.(".sw-edit-mark, .sw-take-prev, .sw-take-next");
     if (!mark) return;

@@ -268,16 +268,8 @@ def _round_two(page, app, server, name: str, shots: Path) -> None:
     top = "(() => { const s = document.querySelector('.story-workbench-story'); s.scrollTop = -s.scrollHeight; })()"
     at_bottom = "Math.abs(document.querySelector('.story-workbench-story').scrollTop) < 48"
     page.evaluate(top)
-    _send(page, app, "I wait")  # Enter takes the reader down, as a chat does
-    assert page.evaluate(at_bottom)
-    server.script.stream_delay = 3.0  # the reader goes back up to reread while the narrator thinks
-    before = _narrations(page)
-    app.locator(".sw-input textarea").fill("I listen")
-    app.locator(".sw-input textarea").press("Enter")
-    page.wait_for_timeout(800)
-    page.evaluate(top)
-    page.wait_for_function(f"{_COUNT} > {before}", timeout=TURN)
-    server.script.stream_delay = 0.0
+    page.wait_for_timeout(300)
+    _send(page, app, "I listen")  # sent while reading above: the reply lands below, the reader stays
     marker = page.locator(".sw-new-reply")
     marker.wait_for(state="visible", timeout=30 * SECOND)
     assert not page.evaluate(at_bottom)  # the reader was left where they were reading
