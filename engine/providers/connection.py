@@ -32,11 +32,14 @@ class ConnectionReport:
     @property
     def window_words(self) -> str:
         """The window found and how sure it is, or why none was found."""
-        w = self.window or {}
-        if w.get("tokens"):
+        w = self.window if isinstance(self.window, dict) else {}
+        tokens = w.get("tokens")
+        if tokens:
             how = "verified" if w.get("verified") else "not verified"
-            return f"{w['tokens']:,} tokens ({w.get('source') or 'source unknown'}; {how})"
-        why = w.get("detail") or (self.detail if not self.reachable else "") or "the server did not say how big it is"
+            size = f"{tokens:,}" if isinstance(tokens, int) and not isinstance(tokens, bool) else str(tokens)
+            return f"{size} tokens ({w.get('source') or 'source unknown'}; {how})"
+        why = str(w.get("detail") or (self.detail if not self.reachable else "") or
+                  "the server did not say how big it is")
         if not self.reachable and not w:
             why = f"the narrator was not reached ({self.detail.rstrip('.')})" if self.detail else \
                 "the narrator was not reached"
