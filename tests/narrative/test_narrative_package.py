@@ -3,7 +3,7 @@ import engine.narrative as narrative
 
 def test_all_is_exact():
     public = {name for name in vars(narrative) if not name.startswith("_")}
-    submodules = {"model", "events", "extract", "apply", "render", "leaks", "prose"}
+    submodules = {"model", "events", "extract", "apply", "render", "leaks", "prose", "from_prose"}
     assert set(narrative.__all__) == public - submodules | {"apply"}
     assert len(narrative.__all__) == len(set(narrative.__all__))
     for name in narrative.__all__:
