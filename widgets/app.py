@@ -113,7 +113,8 @@ class CampaignApp(PassageEditing):
 
     # ------------------------------------------------------------ turns
     def send(self, text: str | None = None) -> None:
-        """What Send (or Enter) does: act, or direct with Story direction on."""
+        """What Send (or Enter) does: act, direct with Story direction on, or
+        add prose as typed with Story mode on."""
         if text is not None:
             self.controls.text.value = text
         text = self.controls.text.value
@@ -121,11 +122,17 @@ class CampaignApp(PassageEditing):
             self._say("Finish or cancel the edit first (Save, or Cancel / Escape).", error=True)
         elif self.controls.direction.value:
             self.direct(text)
+        elif self.controls.story_mode.value:
+            self.tell(text)
         else:
             self.act(text)
 
     def act(self, text: str) -> None:
         self._turn(lambda **cb: self.camp.act(text, **cb), line=text, kind="player", needs_text=True)
+
+    def tell(self, text: str) -> None:
+        """Story mode: the text goes into the story exactly as typed."""
+        self._turn(lambda **cb: self.camp.act(text, mode="story", **cb), line=text, kind="player", needs_text=True)
 
     def direct(self, text: str) -> None:
         self._turn(lambda **cb: self.camp.direct(text, **cb), line=text, kind="direction", needs_text=True)

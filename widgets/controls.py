@@ -35,6 +35,7 @@ TIPS = {
     "continue": "Let the story go on without acting.",
     "finish": "The newest reply was cut at the reply length: let the narrator finish it.",
     "direction": "Speak to the narrator out of character: 'Make the storm break.'",
+    "story_mode": "Story mode: your text goes into the story exactly as typed, and the narrator goes on from it.",
     "undo": "Step back one turn (nothing is deleted; Redo comes back).",
     "redo": "Step forward again along this line of the story.",
     "retry": "Another take of the newest narration (the current one is kept).",
@@ -49,6 +50,7 @@ PLACEHOLDER = {
     False: "What do you do? e.g. I open the door · \"Who's there?\" (Enter sends)",
     True: "Out of character: what should happen? e.g. Make the storm break. (Enter sends)",
 }
+PLACEHOLDER_STORY = "Story mode: prose added exactly as you write it, e.g. The storm broke that night. (Enter sends)"
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,10 @@ class Controls:
         self.continue_ = _button("Continue", "continue", width="100%")
         self.direction = w.ToggleButton(description="Story direction", tooltip=TIPS["direction"],
                                         layout=w.Layout(width="100%"))
-        for button in (self.send, self.continue_, self.direction):
+        # Story mode (AI Dungeon's Story): the text is added as typed; one of the two toggles at a time.
+        self.story_mode = w.ToggleButton(description="Story mode", tooltip=TIPS["story_mode"],
+                                         layout=w.Layout(width="100%"))
+        for button in (self.send, self.continue_, self.direction, self.story_mode):
             button.layout.margin = "2px 0"  # the default side margins pushed a 100% button 2 px past its column
         self.undo = _button("↶ Undo", "undo")
         self.redo = _button("↷ Redo", "redo")
@@ -99,7 +104,8 @@ class Controls:
         self.status.add_class("sw-status")
         self.widget = self._layout()
         self._state = Availability()
-        self.direction.observe(lambda _: self.update(self._state), "value")
+        self.direction.observe(lambda change: self._one_mode(change, self.story_mode), "value")
+        self.story_mode.observe(lambda change: self._one_mode(change, self.direction), "value")
         self.text.observe(lambda _: self.update(self._state), "value")
         self.update(self._state)
 
@@ -110,7 +116,7 @@ class Controls:
         measured 117 px of text plus padding in JupyterLab's 13 px font), and
         never shrinks below it, so no label is clipped at 900 px."""
         self.text.layout = w.Layout(flex="1 1 20em", width="auto", min_width="12em")
-        actions = w.VBox([self.send, self.continue_, self.direction],
+        actions = w.VBox([self.send, self.continue_, self.direction, self.story_mode],
                          layout=w.Layout(flex="0 0 11.5em", width="11.5em", overflow="visible"))
         nav = w.HBox([self.undo, self.redo, self.retry, self.edit, self.takes, self.stop, self.finish],
                      layout=w.Layout(flex_flow="row wrap", overflow="visible"))
@@ -136,6 +142,7 @@ class Controls:
         self._enable(self.edit, idle and (state.can_retry or state.editing),
                      "cancel_edit" if state.editing else "edit")
         self.direction.disabled = state.busy
+        self.story_mode.disabled = state.busy
         self._enable(self.stop, state.busy, "stop")
         self.stop.button_style = "danger" if state.busy else ""
         self._update_takes(state)
@@ -152,6 +159,11 @@ class Controls:
         else:
             button.tooltip = WHY_NOT.get(key, "")
 
+    def _one_mode(self, change, other: w.ToggleButton) -> None:
+        if change["new"] and other.value:
+            other.value = False
+        self.update(self._state)
+
     def _send_key(self) -> str:
         return "direct" if self.direction.value else "send"
 
@@ -167,7 +179,7 @@ class Controls:
         editing = self._state.editing
         self.send.description = "Direct" if self.direction.value else "Send"
         self.edit.description = "Cancel edit" if editing else "✎ Edit"
-        self.text.placeholder = PLACEHOLDER[self.direction.value]
+        self.text.placeholder = PLACEHOLDER_STORY if self.story_mode.value else PLACEHOLDER[self.direction.value]
 
     # ------------------------------------------------------------ messages
     def say(self, message: str, error: bool = False) -> None:

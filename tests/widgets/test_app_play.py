@@ -316,3 +316,13 @@ def test_a_click_during_a_scripted_turn_does_not_end_the_script(wb, camp):
     narrator.release.set()
     assert app.wait(10)
     assert [t for t in texts(camp) if t.startswith(">")] == ["> You go in.", "> I wait."]
+
+
+def test_story_mode_adds_the_text_as_typed(app, camp):
+    """The Story mode toggle beside the input sends the text into the story
+    exactly as typed; it and Story direction are never on together."""
+    app.controls.direction.value = True
+    app.controls.story_mode.value = True
+    assert not app.controls.direction.value and "Story mode" in app.controls.text.placeholder
+    app.send("The storm broke that night.\nNobody slept.")
+    assert [e.text for e in camp.history() if e.kind == "player"] == ["The storm broke that night.\nNobody slept."]
