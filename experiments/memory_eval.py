@@ -510,10 +510,9 @@ def probe(played: Played, tuning=None, window: int = WINDOW, keys: Sequence[str]
             if _holds(history_text, q, evidence):
                 where = "history"
             else:
-                units = report.used("memories")
-                unit = next((u for u in units if _holds(u.get("text", ""), q, evidence)), None)
+                unit = _unit_holding(report, q, evidence)
                 if unit is not None:
-                    where = unit.get("unit", "memory")
+                    where = unit
                 elif any(s.name == "story_summary" and _holds(s.text, q, evidence) for s in live):
                     where = "summary"
                 elif _holds(prompt, q, evidence):
@@ -531,6 +530,24 @@ def probe(played: Played, tuning=None, window: int = WINDOW, keys: Sequence[str]
                 row[method] = _holds(history_text + "\n" + "\n".join(got), q, evidence)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _unit_holding(report: Report, question: Question, evidence: Sequence[str]) -> str | None:
+    """Which kind of recalled unit in the memories section holds the answer:
+    "memory", "line" or "summary" (a turn's report keeps a memory's text; a
+    line's and a summary's are read from the section, one per item)."""
+    section = report.section("memories")
+    if section is None:
+        return None
+    memories = {u.get("text", "") for u in report.used("memories") if u.get("unit", "memory") == "memory"}
+    for item in section.text.split("\n- ")[1:] if "\n- " in section.text else []:
+        if not _holds(item, question, evidence):
+            continue
+        bare = item.removeprefix("[inferred] ")
+        if bare in memories:
+            return "memory"
+        return "summary" if item.startswith(("[story to ", "[earlier summary]")) else "line"
+    return None
 
 
 def _invented(report: Report, played: Played) -> int:

@@ -431,7 +431,11 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
         "cards": [],
         # Inside the history section (AUTHORS_NOTE_DEPTH lines from its end); counted here too.
         "authors_note": {"tokens": tokens.count(note) if note else 0, "depth": AUTHORS_NOTE_DEPTH if note else None},
-        "memories": {**inputs.memory_report, "used": kept, "candidates": len(inputs.memories),
+        # A recalled line's or summary's text is in the memories section already: a turn
+        # record keeping it again stored a new prompt text for each line recalled.
+        "memories": {**inputs.memory_report, "candidates": len(inputs.memories),
+                     "used": [m if m.get("unit", "memory") == "memory" else {k: v for k, v in m.items() if k != "text"}
+                              for m in kept],
                      "dropped_for_budget": [d for d in live_dropped if d["section"] == "memories"]},
         "live_dropped": live_dropped,
         "summary": dict(inputs.summary_info),

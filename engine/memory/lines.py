@@ -37,7 +37,7 @@ from .guard import terms
 from .when import Stamp, advance
 
 __all__ = ["LINE_KINDS", "LINES", "SUMMARIES", "MAX_TEXT_BATCH", "Line", "text_hash", "spoken", "path_lines",
-           "embed_texts", "embed_story", "load_vectors", "forget", "line_terms"]
+           "embed_texts", "embed_story", "load_vectors", "forget", "line_terms", "holding"]
 
 # Directions are instructions to the narrator, not story; they are not recalled.
 LINE_KINDS = ("start", "player", "narrator")
@@ -90,9 +90,15 @@ class _Index:
     revision: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    postings: dict[str, set[int]] = field(default_factory=dict)  # word -> node ids holding it
+
     def put(self, node_id: int, branch: int, depth: int, kind: str, text: str) -> None:
         self.nodes[node_id] = Line(node_id, branch, depth, kind, text, text_hash(text))
-        self.terms.pop(node_id, None)
+        for word in self.terms.pop(node_id, ()):
+            self.postings.get(word, set()).discard(node_id)
+        words = self.terms[node_id] = terms(spoken(kind, text))
+        for word in words:
+            self.postings.setdefault(word, set()).add(node_id)
         self.stamps.pop(node_id, None)
         row = self.at.setdefault(branch, {})
         if depth not in row:
@@ -190,6 +196,17 @@ def line_terms(session, campaign_id: int, lines: Sequence[Line]) -> dict[int, fr
                 found = index.terms[line.node_id] = terms(spoken(line.kind, line.text))
             out[line.node_id] = found
         return out
+
+
+def holding(session, campaign_id: int, words) -> set[int]:
+    """The ids of the lines (any branch) holding any of `words`, from the index's postings."""
+    index = _index(session, campaign_id)
+    with index.lock:
+        _refresh(session, campaign_id, index)
+        found: set[int] = set()
+        for word in words:
+            found |= index.postings.get(word, set())
+        return found
 
 
 def _embedded(session, index: _Index, model_id: str) -> set[str]:

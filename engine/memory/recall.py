@@ -30,7 +30,7 @@ from ..story.lineage import Path
 from ..vectors import QUERIES
 from .bank import on_path, recent_story
 from .guard import terms
-from .lines import LINES, SUMMARIES, line_terms, load_vectors, spoken, text_hash
+from .lines import LINES, SUMMARIES, holding, line_terms, load_vectors, spoken, text_hash
 from .lines import path_lines as lines_on_path
 from .summary import current
 from .vectors import CACHE, cache_key, cosines
@@ -129,8 +129,9 @@ def recall(session, campaign_id: int, path: Path, embedder, top_k: int, pending:
         return Recall(report={"used": [], "error": f"The query could not be embedded: {exc}"})
     # The reader's own words, or on a Continue the newest story's.
     said = terms(parts[0][0]) if parts and method == "parts" else frozenset()
-    lexical = rarity_share(said, units.words, lambda words: words)
-    found = rank_units(units.keys, cosines_by_part, lexical, tuning)
+    keys, cosines_by_part = _pool(session, campaign_id, units, cosines_by_part, said, tuning)
+    lexical = rarity_share(said, units.words_for(keys), lambda words: words)
+    found = rank_units(keys, cosines_by_part, lexical, tuning)
     ranked = found.order
     meta = units.meta
     judged = _judged(judge, parts, ranked[:tuning.judged], lexical, meta, tuning) if judge is not None else {}
@@ -145,7 +146,7 @@ def recall(session, campaign_id: int, path: Path, embedder, top_k: int, pending:
     # The played lines and earlier summaries beside them: more candidates
     # than a prompt holds, for the builder to filter by its window.
     others = [k for k in ranked if k[0] != "memory" and found.score[k] >= floor]
-    others, repeats = _distinct(others[:3 * tuning.recall_candidates], units, tuning.recall_candidates,
+    others, repeats = _distinct(others[:2 * tuning.recall_candidates], units, tuning.recall_candidates,
                                 tuning.memory_redundant)
     wanted = set(chosen) | set(others)
     place = {k: n for n, k in enumerate(ranked) if k in wanted}
@@ -154,34 +155,69 @@ def recall(session, campaign_id: int, path: Path, embedder, top_k: int, pending:
     used = [_entry(k, meta[k], found, lexical, k in judged, sources) for k in chosen]
     counts = {kind: sum(1 for k in units.keys if k[0] == kind) for kind in ("memory", "line", "summary")}
     return Recall(used, {"used": used, "considered": len(units.keys), "units": counts,
-                         "suppressed": [{"id": s["id"][1], "duplicate_of": s["duplicate_of"][1]} for s in suppressed],
+                         # The first ten: a bank of near-alike facts suppressed dozens, 1 KB of every record.
+                         "suppressed": [{"id": s["id"][1], "duplicate_of": s["duplicate_of"][1]}
+                                        for s in suppressed[:10]],
+                         "suppressed_count": len(suppressed),
                          "repeated_lines": repeats,
                          "error": None, "query": query[-200:], "parts": len(parts), "method": method,
                          "floor": floor, "tuning": tuning.record()})
 
 
+def _pool(session, campaign_id: int, units, cosines_by_part, said, tuning: Tuning):
+    """The units worth ranking: every memory and summary, and of the played
+    lines those whose weighed cosine is among the best `recall_pool` or that
+    hold a word of the reader's line. Exact for the order at its top: a line
+    outside both can score no more than its cosine, under every pooled one.
+    (The rarity of a word is then counted among the pooled units, which
+    hold every unit holding it.) Scoring all 4,000 lines of a 2,000-turn
+    story in Python was most of a recall."""
+    lo, hi = units.line_span
+    if hi - lo <= tuning.recall_pool:
+        return units.keys, cosines_by_part
+    best = np.max([c[lo:hi] * w for c, w in cosines_by_part], axis=0)
+    top = lo + np.argpartition(-best, tuning.recall_pool)[:tuning.recall_pool]
+    rows = units.held["line"].rows
+    # Lines holding a word of the line that is not common among them (the
+    # search tuning's common_share, as for passages): "ask" in every
+    # reader's line would pool them all.
+    worded = []
+    if said:
+        common = tuning.common_share * (hi - lo)
+        rare = [w for w in said if len(holding(session, campaign_id, [w])) <= common]
+        worded = [lo + rows[i] for i in holding(session, campaign_id, rare) if i in rows]
+    chosen = np.unique(np.concatenate([np.arange(0, lo), top, np.asarray(worded, dtype=np.int64),
+                                       np.arange(hi, len(units.keys))]).astype(np.int64))
+    return [units.keys[i] for i in chosen], [(c[chosen], w) for c, w in cosines_by_part]
+
+
 def _distinct(order: list, units, k: int, bar: float) -> tuple[list, int]:
     """The best `k` of `order` with no two of one kind at cosine `bar` or
     more (a line said twice, "How has your week been?"): the greedy choice
-    of `search.recall.choose`, each candidate compared with the kept ones in
-    one product (a dot product per pair over 2,000 lines was most of a
-    1,000-turn recall)."""
-    kept: list = []
-    rows = np.empty((max(1, k), units.held["line"].vectors.shape[1] if "line" in units.held else 1), np.float32)
+    of `search.recall.choose`, over one product of the candidates' vectors
+    (a dot product per pair over 2,000 lines was most of a 1,000-turn
+    recall)."""
+    if not order:
+        return [], 0
+    width = next(iter(units.held.values())).vectors.shape[1]
+    rows = np.empty((len(order), width), np.float32)
+    for kind in {key[0] for key in order}:
+        at = [n for n, key in enumerate(order) if key[0] == kind]
+        held = units.held[kind]
+        rows[at] = held.vectors[[held.rows[order[n][1]] for n in at]]
+    gram = np.einsum("ij,kj->ik", rows, rows)  # on this thread (see engine.vectors.cosines)
+    kinds = np.array([key[0] == "line" for key in order])
+    clash = (gram >= bar) & (kinds[:, None] == kinds[None, :])
+    kept: list[int] = []
     repeats = 0
-    for key in order:
+    for i in range(len(order)):
         if len(kept) >= k:
             break
-        vector = units.vector(key)
-        same = [n for n, other in enumerate(kept) if other[0] == key[0]]
-        if same and rows.shape[1] == len(vector) and \
-                (np.einsum("ij,j->i", rows[same], vector) >= bar).any():
+        if kept and clash[i, kept].any():
             repeats += 1
             continue
-        if rows.shape[1] == len(vector):
-            rows[len(kept)] = vector
-        kept.append(key)
-    return kept, repeats
+        kept.append(i)
+    return [order[i] for i in kept], repeats
 
 
 def _entry(key, meta, found, lexical, judged: bool, sources: dict) -> dict:
@@ -241,6 +277,17 @@ class _Units:
     def __post_init__(self):
         self.meta = _Shown(self.lines)
 
+    line_span: tuple = (0, 0)  # where the lines sit in `keys`
+    line_words: object = None  # node ids -> {node id: words}, from the line index
+
+    def words_for(self, keys) -> dict:
+        """{unit key: its meaningful words}, a line's from the line index."""
+        lines = [k[1] for k in keys if k[0] == "line" and k not in self.words]
+        if lines:
+            found = self.line_words(lines)
+            self.words.update((("line", i), found[i]) for i in lines)
+        return {k: self.words[k] for k in keys}
+
     def vector(self, key) -> np.ndarray:
         return self.held[key[0]][key[1]]
 
@@ -277,11 +324,11 @@ def _units(session, campaign_id: int, path: Path, model: str, tuning: Tuning) ->
     held = CACHE.get(CACHE.key(session, campaign_id, LINES, model), list(hashes),
                      lambda missing: load_vectors(session, model, {i: hashes[i] for i in missing}))
     out.held["line"] = held
-    words = line_terms(session, campaign_id, [by_id[i] for i in held.ids])
     out.lines.update(by_id)
-    keys = [("line", i) for i in held.ids]
-    out.keys.extend(keys)
-    out.words.update(zip(keys, (words[i] for i in held.ids), strict=True))
+    out.line_words = lambda ids: line_terms(session, campaign_id, [by_id[i] for i in ids])
+    start = len(out.keys)
+    out.keys.extend(("line", i) for i in held.ids)
+    out.line_span = (start, len(out.keys))
     current_summary = current(session, path)
     summaries = [r for r in session.connection().execute(
         select(SummaryRow.id, SummaryRow.text, SummaryRow.source_start, SummaryRow.source_end)

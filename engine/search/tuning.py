@@ -176,6 +176,11 @@ class Tuning:
     # holds ~80 short lines, and the newest story lines score high against
     # the query's story parts, so the best 40 were often all inside it.
     recall_candidates: int = 120
+    # Played lines scored in full per turn: those whose weighed cosine is
+    # among the best this many, and every line holding a word of the
+    # reader's line; no other line can reach the top. A cost bound: scoring
+    # all 4,000 lines of a 2,000-turn story in Python took most of a recall.
+    recall_pool: int = 400
     # A played line or earlier summary scoring under this (best weighed cosine
     # plus the lexical share, 0-2) is not offered; memories have no floor.
     # Chosen on the tuning half of memory_eval (three 320-turn conversations,

@@ -23,7 +23,8 @@ def play(db_path):
 
 
 def used(report):
-    return [m["text"] for m in report["memories"]["used"]]
+    """The memories a prompt carried (recalled lines keep their text in the section only)."""
+    return [m["text"] for m in report["memories"]["used"] if m.get("unit", "memory") == "memory"]
 
 
 def test_a_memory_that_scrolled_out_is_recalled_into_the_prompt(play):
@@ -39,7 +40,7 @@ def test_a_memory_that_scrolled_out_is_recalled_into_the_prompt(play):
     assert "third flagstone" not in history.replace("I lift the third flagstone", "")
     assert SECRET in report["story"] and SECRET in used(report)
     assert report["history"]["included"] < report["history"]["total"]
-    entry = report["memories"]["used"][0]
+    entry = next(m for m in report["memories"]["used"] if m.get("unit", "memory") == "memory")
     assert entry["similarity"] > 0 and entry["source"]["depth"] is not None
 
 

@@ -62,9 +62,9 @@ def test_history_is_stored_as_a_node_range_not_as_text(long_play):
     assert histories and all("nodes" in h and "text" not in h and "text#" not in h for h in histories)
     assert sum("note_at" in h for h in histories) > 0.9 * len(histories)  # the author's note was found
     # Nothing long is kept inline: every text a report carries is a reference.
-    # (Up to 8 recalled played lines ride beside the memories, ~150 bytes of
-    # scores and depths each, and a short line's text inline: 9.6 KB at most here.)
-    assert max(len(json.dumps(r)) for r in stored) < 11_000
+    # (Up to 8 recalled played lines ride beside the memories, ~120 bytes of
+    # scores and depths each: 10.3 KB at most over 120 turns of this play.)
+    assert max(len(json.dumps(r)) for r in stored) < 13_000
 
 
 def test_a_recurring_text_is_stored_once(long_play):
@@ -76,8 +76,9 @@ def test_a_recurring_text_is_stored_once(long_play):
     # far fewer texts than takes times sections (about 12 a take): the system block, the canon and
     # the retrieved passages recur; memories, state and summaries change sometimes. The count is not
     # the same from one process to the next (1,104-1,109 texts for 277 takes, measured on one commit),
-    # so the bound has room above 4 a take.
-    assert texts < 4.5 * len(narrator.prompts)
+    # so the bound has room above 4 a take. The memories section now changes with nearly every
+    # input (played lines are recalled for it), one more text a take: 1,272 for 277 takes.
+    assert texts < 5.5 * len(narrator.prompts)
 
 
 def test_a_history_that_does_not_rebuild_is_stored_as_text():
