@@ -158,6 +158,21 @@ def refreshed(held: Held | None, ids: Sequence[int], load: Callable[[list[int]],
     """(the ids that have a vector, in the order asked; their unit matrix).
     Rows `held` has are copied from it; `load(missing ids) -> {id: blob}` reads
     the rest, and ids without a blob are left out."""
+    n = 0 if held is None else len(held.ids)
+    if n and len(ids) > n and tuple(ids[:n]) == held.ids:
+        # The rows held, and more after them: a story's lines as the path
+        # grows. Stacked on, not copied row by row (20 ms a turn for the
+        # 2,000 lines of a 1,000-turn story).
+        rest = list(ids[n:])
+        found = {i: unpack(blob) for i, blob in load(rest).items() if blob}
+        fresh = [i for i in rest if i in found]
+        if not fresh:
+            return held.ids, held.vectors
+        widths = {v.shape[0] for v in found.values()} | {held.vectors.shape[1]}
+        if len(widths) > 1:
+            raise ValueError(f"Stored vectors{' for ' + what if what else ''} have mixed widths {sorted(widths)}"
+                             f"{'; ' + advice if advice else ''}.")
+        return held.ids + tuple(fresh), np.vstack([held.vectors, unit(np.stack([found[i] for i in fresh]))])
     rows = {} if held is None else held.rows
     missing = [i for i in ids if i not in rows]
     found = {i: unpack(blob) for i, blob in load(missing).items() if blob} if missing else {}

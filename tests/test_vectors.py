@@ -2,6 +2,7 @@
 one set of numerics."""
 import os
 import threading
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from narrators import BagOfWordsEmbedder, ScriptedNarrator
 from engine import Workbench, vectors
 from engine.memory import recall
 from engine.memory import vectors as memory_vectors
+from engine.search import DEFAULT
 from engine.search import vectors as passage_vectors
 from engine.store import CampaignRow
 from engine.store.memory_tables import MemoryRow
@@ -60,11 +62,15 @@ def campaign_with_both(wb, title="Road"):
     return camp
 
 
+MEMORIES_ONLY = replace(DEFAULT, recall_lines=0)
+
+
 def read_both(wb, camp):
     embedder = wb.embedder_or_none()
     with wb.db.reading() as s:
         path = StoryTree(s, s.get(CampaignRow, camp.id)).path()
-        remembered = recall(s, camp.id, path, embedder, 3, "the north road")
+        # Memories alone (no played lines): the two kinds this test follows through the cache.
+        remembered = recall(s, camp.id, path, embedder, 3, "the north road", tuning=MEMORIES_ONLY)
         passages = passage_vectors.load_matrix(s, passage_vectors.cache_key(wb.db, camp.id, embedder.model_id),
                                                camp.id, embedder.model_id)
     return remembered, passages
@@ -283,3 +289,18 @@ def test_a_waiter_gives_up_on_a_stuck_embedding_after_its_bound():
     release.set()
     background.join(5)
     assert IN_FLIGHT_WAIT > 4.6  # longer than the slowest single query embedding measured
+
+
+def test_rows_asked_for_after_the_held_ones_are_stacked_on():
+    """A story's lines grow at the tip: the rows held are kept as they are and
+    only the new ones read."""
+    held = vectors.Held((1, 2), vectors.unit(np.eye(3)[:2]), (1, 2))
+    asked = []
+
+    def load(missing):
+        asked.append(list(missing))
+        return {3: vectors.pack([0.0, 0.0, 2.0]), 4: b""}
+
+    ids, matrix = vectors.refreshed(held, [1, 2, 3, 4], load)
+    assert ids == (1, 2, 3) and asked == [[3, 4]]  # 4 has no vector yet: left out
+    assert np.allclose(matrix, np.eye(3))

@@ -91,8 +91,11 @@ class _Index:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     postings: dict[str, set[int]] = field(default_factory=dict)  # word -> node ids holding it
+    last_path: tuple | None = None  # (older segments, the deepest, its lines, their depths): `_stamped`
 
     def put(self, node_id: int, branch: int, depth: int, kind: str, text: str) -> None:
+        if node_id in self.nodes:
+            self.last_path = None  # a line read before changed
         self.nodes[node_id] = Line(node_id, branch, depth, kind, text, text_hash(text))
         for word in self.terms.pop(node_id, ()):
             self.postings.get(word, set()).discard(node_id)
@@ -150,6 +153,7 @@ def _refresh(session, campaign_id: int, index: _Index) -> None:
                 index.put(node_id, branch, depth, kind, text)
                 CACHE.drop((CACHE.token(session), campaign_id, LINES), node_id)
         index.stamps.clear()  # a revised line can change the time every later line carries
+        index.last_path = None
         index.revision = newest
 
 
@@ -159,30 +163,49 @@ def path_lines(session, campaign_id: int, path: Path, before: int | None = None)
     index = _index(session, campaign_id)
     with index.lock:
         _refresh(session, campaign_id, index)
-        out: list[Line] = []
-        for segment in reversed(path.segments):  # the root's branch first
-            depths = index.depths.get(segment.branch_id, [])
-            row = index.at.get(segment.branch_id, {})
-            lo = bisect.bisect_left(depths, segment.first)
-            hi = bisect.bisect_right(depths, segment.last)
-            out.extend(index.nodes[row[d]] for d in depths[lo:hi])
+        stamped, depths = _stamped(index, path)
         if before is not None:
-            out = out[:bisect.bisect_left([line.depth for line in out], before)]
-        # The time in force at each line, worked out once per node: a node's
-        # ancestors never change, so neither does the time it was said at.
-        # Kept as whole Line objects: making 20,000 of them a turn was most
-        # of a 10,000-turn recall.
-        stamp: Stamp | None = None
-        stamped = []
-        for line in out:
-            held = index.stamps.get(line.node_id)
-            if held is None:
-                stamp = advance(stamp, line.text, line.kind)
-                held = index.stamps[line.node_id] = Line(line.node_id, line.branch_id, line.depth, line.kind,
-                                                         line.text, line.hash, stamp)
-            stamp = held.stamp
-            stamped.append(held)
-        return stamped
+            return stamped[:bisect.bisect_left(depths, before)]
+        return list(stamped)
+
+
+def _stamped(index: _Index, path: Path) -> tuple[list[Line], list[int]]:
+    """The path's lines with their times, and their depths. The last path
+    read is kept: a turn's path is the last one grown at its tip, so only
+    the new lines are read (walking 2,000 lines twice a turn grew with the
+    story)."""
+    last = index.last_path
+    if last is not None and last[0] == path.segments[1:] and path.segments and last[1] is not None \
+            and last[1].branch_id == path.segments[0].branch_id and last[1].first == path.segments[0].first \
+            and last[1].last <= path.segments[0].last:
+        stamped, depths = last[2], last[3]
+        segment = path.segments[0]
+        fresh = _read(index, segment.branch_id, last[1].last + 1, segment.last)
+    else:
+        stamped, depths, fresh = [], [], []
+        for segment in reversed(path.segments):  # the root's branch first
+            fresh.extend(_read(index, segment.branch_id, segment.first, segment.last))
+    # The time in force at each line, worked out once per node: a node's
+    # ancestors never change, so neither does the time it was said at.
+    stamp: Stamp | None = stamped[-1].stamp if stamped else None
+    for line in fresh:
+        held = index.stamps.get(line.node_id)
+        if held is None:
+            stamp = advance(stamp, line.text, line.kind)
+            held = index.stamps[line.node_id] = Line(line.node_id, line.branch_id, line.depth, line.kind,
+                                                     line.text, line.hash, stamp)
+        stamp = held.stamp
+        stamped.append(held)
+        depths.append(held.depth)
+    index.last_path = (path.segments[1:], path.segments[0] if path.segments else None, stamped, depths)
+    return stamped, depths
+
+
+def _read(index: _Index, branch: int, first: int, last: int) -> list[Line]:
+    depths = index.depths.get(branch, [])
+    row = index.at.get(branch, {})
+    lo, hi = bisect.bisect_left(depths, first), bisect.bisect_right(depths, last)
+    return [index.nodes[row[d]] for d in depths[lo:hi]]
 
 
 def line_terms(session, campaign_id: int, lines: Sequence[Line]) -> dict[int, frozenset]:
