@@ -41,6 +41,13 @@ def test_documents_and_queries_get_the_models_own_prompts():
     assert isinstance(side, Embedder) and side.model_id == f"{GEMMA_ID}#query"
     assert np.array_equal(side.embed([SCENE]), query)
 
+    if gemma.exported(EmbeddingGemmaEmbedder._export_dir(), gemma.weights_sha256(), int8=True):
+        small = EmbeddingGemmaEmbedder(int8=True)  # its own vectors, near fp32's, under its own id
+        near, asked = small.embed(PASSAGES), small.embed_query([SCENE])
+        assert small.model_id == f"{GEMMA_ID}:int8" and small.query_backend == "onnxruntime int8"
+        assert (near * documents).sum(1).min() > 0.9 and float(asked[0] @ query[0]) > 0.9
+        assert (near @ asked[0])[0] > (near @ asked[0])[1] + 0.1
+
     short = EmbeddingGemmaEmbedder(dims=256)
     kept = short.embed(PASSAGES)
     assert short.model_id == f"{GEMMA_ID}:256" and kept.shape == (2, 256)
