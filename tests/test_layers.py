@@ -46,9 +46,13 @@ def module_name(path: Path, root: Path) -> str:
 
 
 def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    """Imports that are no dependency of the module: under `if TYPE_CHECKING:`,
+    and a script's `if __name__ == "__main__":` block (run as a script the
+    module is `__main__`, so its imports close no cycle with it)."""
     skipped: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if isinstance(node, ast.If) and ("TYPE_CHECKING" in ast.unparse(node.test)
+                                         or ast.unparse(node.test) in ("__name__ == '__main__'",)):
             skipped |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
     return skipped
 

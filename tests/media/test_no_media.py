@@ -20,9 +20,12 @@ MEDIA = ROOT / "engine" / "media"
 STORY_PACKAGES = ("engine.story", "engine.context", "engine.narrative", "engine.turns", "engine.memory",
                   "engine.knowledge", "engine.budget", "engine.providers", "engine.settings", "engine.cards")
 # Words that name particular image, speech or transcription products and their knobs. (The
-# reference's list also had "safetensors"; here it is the text embedders' model file format too.)
+# reference's list also had "safetensors"; here it is the text embedders' model file format too.
+# The transcription model is named with what marks it as the product (whisper.cpp, faster-whisper,
+# openai-whisper, WhisperX): the bare word is an English speech verb the prose repair needs.)
 VOCABULARY = re.compile(r"comfyui|stable[ -]diffusion|automatic1111|num_inference_steps|cfg_scale|"
-                        r"denoising_strength|\bwhisper\b|kokoro|flux\.1", re.IGNORECASE)
+                        r"denoising_strength|whisper[.-]cpp|(?:faster|openai|insanely-fast)[-_]whisper|whisperx|"
+                        r"whisper[-_](?:tiny|base|small|medium|large)|kokoro|flux\.1", re.IGNORECASE)
 NETWORK = ("import httpx", "import requests", "urllib.request", "urlopen", "import socket", "socket.socket",
            "aiohttp", "http.client")
 ADAPTERS = {"espeak.py"}  # the one module that runs a program; it is not imported by the seam
@@ -72,6 +75,7 @@ def test_no_provider_vocabulary_outside_the_seam():
                     offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:80]}")
     assert offenders == []
     assert VOCABULARY.search("a ComfyUI workflow") and VOCABULARY.search("whisper.cpp")  # the pattern's control
+    assert VOCABULARY.search("faster-whisper") and not VOCABULARY.search('she whispers: "go"')
 
 
 def test_the_seam_opens_no_socket_and_starts_no_process():
