@@ -201,8 +201,8 @@ def test_rerank_answers_are_read_by_index_or_refused():
 
 
 def test_settings_choose_the_backend():
-    from engine.providers.embeddinggemma import installed
     from engine.providers.embedders import GEMMA_ID
+    from engine.providers.embeddinggemma import installed
 
     assert isinstance(stage_for(Settings(), MINILM_ID), VectorStage)
     # the relevance model follows what is installed: EmbeddingGemma where make setup put it, else mpnet
