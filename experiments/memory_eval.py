@@ -660,9 +660,13 @@ def memory_quality(played: Sequence[Played]) -> pd.DataFrame:
 def plot_by_kind(frame: pd.DataFrame, half: str = "held_out"):
     import matplotlib.pyplot as plt
 
-    table = summarise(frame)
-    table = table[table.half == half].set_index("kind")[["project", "bm25", "dense"]]
-    ax = table.plot.bar(figsize=(7, 3.5), rot=0, color=["#2b6cb0", "#a0aec0", "#718096"])
+    table = summarise(frame) if len(frame) else pd.DataFrame(columns=["half", "kind"])
+    table = table[table.half == half].set_index("kind").reindex(columns=["project", "bm25", "dense"])
+    if table.empty:  # a short run: no question's evidence has left the window yet
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        ax.text(0.5, 0.5, "no question's evidence has left the window", ha="center", va="center")
+        return fig
+    ax = table.astype(float).plot.bar(figsize=(7, 3.5), rot=0, color=["#2b6cb0", "#a0aec0", "#718096"])
     ax.set(ylabel="answer in the prompt", ylim=(0, 1), title=f"By kind, {half.replace('_', '-')} half, "
                                                             "evidence outside the window")
     plt.tight_layout()
@@ -672,7 +676,12 @@ def plot_by_kind(frame: pd.DataFrame, half: str = "held_out"):
 def plot_by_distance(frame: pd.DataFrame, half: str = "held_out", edges=(0, 50, 150, 300, 600, 10_000)):
     import matplotlib.pyplot as plt
 
-    left = frame[(frame.half == half) & (frame.kind != "unanswerable") & frame.left_window].copy()
+    left = frame[(frame.half == half) & (frame.kind != "unanswerable") & frame.left_window].copy() \
+        if len(frame) else pd.DataFrame()
+    if left.empty:
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        ax.text(0.5, 0.5, "no question's evidence has left the window", ha="center", va="center")
+        return fig
     left["distance (nodes)"] = pd.cut(left["distance"], list(edges), right=False)
     table = left.groupby("distance (nodes)", observed=True)[["project", "bm25", "dense"]].mean()
     ax = table.plot(marker="o", figsize=(7, 3.5), color=["#2b6cb0", "#a0aec0", "#718096"])
