@@ -192,9 +192,11 @@ def block_memories(raw: str, block: Block, *, guard: bool = True, log: list | No
             seen.append(words)
             room -= 1
     if log is not None:
-        log.append({"start": block.start, "end": end, "raw": raw, "kept": [f.text for f in kept],
-                    "sources": [f.source for f in kept], "by_model": sum(f.by_model for f in kept),
-                    "accepted": any(f.by_model for f in kept), "lines": texts})
+        by_model = sum(f.by_model for f in kept)
+        log.append({"start": block.start, "end": end, "raw": raw, "kept": " ".join(f.text for f in kept),
+                    "facts": [f.text for f in kept], "sources": [f.source for f in kept], "by_model": by_model,
+                    "accepted": by_model > 0, "lines": texts,
+                    "reason": "" if by_model else "no fact of the model's stood: facts made from the lines"})
     return kept
 
 
