@@ -596,13 +596,15 @@ def reguard(built: Built, reader_lines: int = READER_LINES) -> dict:
     from engine.budget import tokens
     from engine.memory import bank as memory_bank
     from engine.memory import summary as memory_summary
+    from engine.memory.authority import classify_authority
+    from engine.memory.facts import said_by
     from engine.memory.prompts import EXCERPT_TOKENS
 
     con = sqlite3.connect(str(built.wb.db.path))
     kinds = memory_bank.STORY_KINDS
-    rows = con.execute(f"SELECT branch_id, depth, text, id FROM nodes WHERE campaign_id = ? AND kind IN "
+    rows = con.execute(f"SELECT branch_id, depth, text, id, kind FROM nodes WHERE campaign_id = ? AND kind IN "
                        f"({', '.join('?' * len(kinds))}) ORDER BY depth", (built.camp.id, *kinds)).fetchall()
-    nodes, ids = [r[:3] for r in rows], {r[1]: r[3] for r in rows}
+    nodes, ids, kind_at = [r[:3] for r in rows], {r[1]: r[3] for r in rows}, {r[1]: r[4] for r in rows}
     name = built.spec.protagonist
     changed = {"memories": 0, "summaries": 0}
     for entry in built.memory_log:
@@ -612,15 +614,24 @@ def reguard(built: Built, reader_lines: int = READER_LINES) -> dict:
         corpus = tuple(n[2] for n in nodes if n[1] <= head)
         with built.wb.db.reading() as s:
             facts = tuple(memory_bank.block_facts(s, [ids[n[1]] for n in block]))
+        said = tuple(said_by(n[1], kind_at[n[1]], n[2], name) for n in block if kind_at[n[1]] != "direction")
         log: list = []
-        kept = memory_bank.guarded(entry["raw"], memory_bank.Block(block, "", name, corpus[-memory_bank.RARITY_NODES:],
-                                                                   facts), log=log,
-                                      reader_lines=reader_lines)
-        if kept != entry["kept"]:
-            con.execute("UPDATE memories SET text = ?, vector = NULL, vector_model = '' WHERE campaign_id = ? AND "
-                        "source_start = ? AND source_end = ?", (kept, built.camp.id, entry["start"], entry["end"]))
+        kept = memory_bank.block_memories(entry["raw"], memory_bank.Block(
+            block, "", name, corpus[-memory_bank.RARITY_NODES:], facts, said), log=log) if built.guard else None
+        if kept is not None and log[0]["kept"] != entry["kept"]:
+            # The block's memories, anchored at its end, written again as the engine now writes them.
+            con.execute("DELETE FROM memories WHERE campaign_id = ? AND depth = ? AND pinned = 0",
+                        (built.camp.id, entry["end"]))
+            branch = next(n[0] for n in block if n[1] == entry["end"])
+            for fact in kept:
+                con.execute("INSERT INTO memories (campaign_id, text, branch_id, depth, source_start, source_end, "
+                            "authority, pinned, forgotten, use_count, vector_model, created_at) VALUES "
+                            "(?, ?, ?, ?, ?, ?, ?, 0, 0, 0, '', datetime('now'))",
+                            (built.camp.id, fact.text, branch, entry["end"], fact.start, fact.end,
+                             classify_authority(fact.text)))
             changed["memories"] += 1
-        entry.update(log[0])
+        if log:
+            entry.update(log[0])
     rows = con.execute("SELECT id, depth, source_start FROM summaries WHERE campaign_id = ? AND trigger = 'interval' "
                        "ORDER BY id", (built.camp.id,)).fetchall()
     base, anchor = "", -1

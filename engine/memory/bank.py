@@ -23,7 +23,7 @@ from ..story import StoryTree
 from ..story.lineage import Path
 from .authority import classify_authority
 from .facts import FACTS_PER_BLOCK, FACTS_SYSTEM, Fact, Said, check_fact, facts_of, facts_request, said_by
-from .guard import READER_LINES, check, extractive, state_facts, terms
+from .guard import READER_LINES, REQUIRED_ITEMS, check, extractive, salient, state_facts, terms
 from .lines import path_lines
 from .prompts import MEMORY_MAX_WORDS, cast_brief, clip_words
 from .vectors import CACHE, KIND, pack
@@ -194,6 +194,7 @@ def block_memories(raw: str, block: Block, *, guard: bool = True, log: list | No
     if log is not None:
         by_model = sum(f.by_model for f in kept)
         log.append({"start": block.start, "end": end, "raw": raw, "kept": " ".join(f.text for f in kept),
+                    "required": salient([*texts, *block.facts])[:REQUIRED_ITEMS],
                     "facts": [f.text for f in kept], "sources": [f.source for f in kept], "by_model": by_model,
                     "accepted": by_model > 0, "lines": texts,
                     "reason": "" if by_model else "no fact of the model's stood: facts made from the lines"})
