@@ -42,5 +42,6 @@ def test_the_turns_report_records_the_tuning_it_ran_with(tmp_path):
     camp.knowledge.add("abbey.md", "# The Old Abbey\n\nThe crypt under the abbey holds the ossuary of the monks.\n")
     report = camp.context("I go down into the crypt under the abbey.")
     knowledge = report.knowledge if hasattr(report, "knowledge") else report["knowledge"]
-    assert knowledge["tuning"]["max_terms"] == 12 and knowledge["tuning"] == wb.settings.tuning.record()
+    assert knowledge["tuning"]["changes"] == {"max_terms": 12} and knowledge["tuning"] == wb.settings.tuning.record()
+    assert knowledge["tuning"]["sha256"] != DEFAULT.record()["sha256"]
     wb.close()
