@@ -102,12 +102,19 @@ _PAST_IRREGULAR = {"went", "saw", "got", "took", "made", "felt", "found", "thoug
                    "put", "read", "set", "cut", "let", "hit", "hurt", "quit", "shut", "spoke", "broke", "wanted"}
 
 
+# Words after a subject that are not its verb ("you the map", "I too"): left as they are.
+_NOT_VERBS = {"the", "a", "an", "to", "for", "with", "at", "on", "in", "from", "of", "by", "about", "that", "this",
+              "it", "and", "but", "or", "so", "not", "too", "all", "some", "any", "no", "there", "here", "very",
+              "much", "more", "most", "well", "back", "up", "down", "out", "off", "over", "again", "his", "her",
+              "its", "their", "your", "my", "our", "as", "if", "when", "then", "than", "also", "yet", "alone"}
+
+
 def _third_verb(word: str) -> str:
     lower = word.lower()
     if lower in _IRREGULAR:
         return _IRREGULAR[lower]
     if (lower in _KEEP or lower in _PAST_IRREGULAR or lower.endswith(("ed", "ing")) or not lower.isalpha()
-            or lower in STOP_WORDS and lower not in ("love", "like", "want", "need")):
+            or lower in _NOT_VERBS):
         return word
     if lower.endswith(("s", "x", "z", "ch", "sh", "o")):
         return word + "es"
