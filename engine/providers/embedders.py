@@ -188,20 +188,25 @@ class _LocalSentenceEmbedder:
         """Export the encoder for a turn's queries once (make setup), which also
         smoke-tests ONNX Runtime on this CPU against PyTorch's vectors. A
         failure is reported and leaves queries on PyTorch: slower, same vectors."""
-        from . import onnx_query
-
         name = cls.model_id.rsplit("/", 1)[-1]
-        if cls._query_session() is not None:
+        if cls.query_export_ready():  # its stamp and size: a second make setup loads nothing
             return f"{name}: queries run through ONNX Runtime (checked before)"
-        folder = cls._export_dir()
-        folder.mkdir(parents=True, exist_ok=True)
         try:
-            target = onnx_query.export(cls._model(), folder, cls._weights_digest())
+            target = cls._export_queries()
         except (ImportError, ModelMismatch) as exc:
             return f"{name}: queries run through PyTorch, slower: {exc}"
         with _st_lock:
             _query_sessions.pop(cls.model_id, None)
         return f"{name}: queries run through ONNX Runtime ({target}, exported and checked against PyTorch's vectors)"
+
+    @classmethod
+    def _export_queries(cls) -> Path:
+        """Export the query encoder with torch's exporter, checked against PyTorch."""
+        from . import onnx_query
+
+        folder = cls._export_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        return onnx_query.export(cls._model(), folder, cls._weights_digest())
 
     @classmethod
     def query_export_ready(cls) -> bool:
@@ -430,22 +435,11 @@ class EmbeddingGemmaEmbedder(_LocalSentenceEmbedder):
         return exported(cls._export_dir(), cls._weights_digest())
 
     @classmethod
-    def prepare_queries(cls) -> str:
-        """Export the encoder for a turn's queries once (make setup), checked
-        against PyTorch's vectors on this CPU; a failure leaves queries on
-        PyTorch, slower, same vectors."""
+    def _export_queries(cls) -> Path:
+        """Gemma's own export (its masks built by hand, from after the token lookup)."""
         from .embeddinggemma import export_onnx
 
-        name = cls.model_id.rsplit("/", 1)[-1]
-        if cls.query_export_ready():  # its stamp and size: a second make setup loads nothing
-            return f"{name}: queries run through ONNX Runtime (checked before)"
-        try:
-            target = export_onnx(cls._model(), cls._export_dir(), cls._weights_digest())
-        except (ImportError, ModelMismatch) as exc:
-            return f"{name}: queries run through PyTorch, slower: {exc}"
-        with _st_lock:
-            _query_sessions.pop(cls.model_id, None)
-        return f"{name}: queries run through ONNX Runtime ({target}, exported and checked against PyTorch's vectors)"
+        return export_onnx(cls._model(), cls._export_dir(), cls._weights_digest())
 
     @classmethod
     def prepare_int8(cls) -> str:
