@@ -55,6 +55,7 @@ from engine.search.second_stage import evidence_feature
 from engine.search.vectors import cache_key, load_matrix, unit
 from engine.store.knowledge_tables import KnowledgePassageRow
 from engine.turns.inputs import player_line
+from engine.vectors import as_query
 
 __all__ = [
     "DATA_DIR",
@@ -64,6 +65,8 @@ __all__ = [
     "Signals",
     "TARGETS",
     "choose",
+    "chosen_tuning",
+    "plain_sweep",
     "compute_stage_vectors",
     "held_out_table",
     "paraphrases",
@@ -804,7 +807,7 @@ def _cosines(camp, queries: Sequence[str]):
     with library.db.reading() as s:
         held = load_matrix(s, cache_key(library.db, camp.id, embedder.model_id), camp.id, embedder.model_id)
         matrix, _ = held.live(tuple(int(i) for i in library.list().index), 10**9)
-    return [int(i) for i in matrix.passage_ids], unit(embedder.embed(list(queries))) @ matrix.vectors.T
+    return [int(i) for i in matrix.passage_ids], unit(as_query(embedder)(list(queries))) @ matrix.vectors.T
 
 
 def _neighbours(camp, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
@@ -1086,7 +1089,8 @@ def fusion_table(camp, labels: Labels, *, scan: int = 20, progress: bool = True)
     rows = []
     for kind, scene, query, found in first_stage(camp, labels, "fusion table", progress):
         parts = query_parts(query)
-        q2 = unit(stage.embedder.embed(parts[:tuning_of(camp).stage_parts]))
+        # the query side of a model with prompts (EmbeddingGemma), as a turn embeds it
+        q2 = unit(as_query(stage.embedder)(parts[:tuning_of(camp).stage_parts]))
         second = np.max(np.einsum("ij,kj->ik", matrix, q2), axis=1) if len(ids) else np.zeros(0)
         order = np.argsort(-second, kind="stable")
         scan_rank = {ids[j]: r + 1 for r, j in enumerate(order[:scan])}
@@ -1187,17 +1191,44 @@ def _fill(costs: Sequence[int], classes: Sequence[str], knowledge_tokens: int) -
     return keep
 
 
+def plain_sweep(table: pd.DataFrame, floor: float, cuts: Sequence[float], caps: Sequence[int],
+                scales: Sequence[float] = (0.0, 0.01), **kw) -> pd.DataFrame:
+    """`fusion_sweep` for the second model's plain score, as the engine runs
+    it without a fused model: admitted at the model's `floor` (its calibrated
+    one), ordered and cut on its cosine plus `scale` times the lexical
+    evidence (each of `scales`), at most `cap` admitted. Rows carry
+    `arm="plain"` and their `scale`."""
+    rows = [fusion_sweep(table, table.second + scale * table.evidence, [floor], cuts, caps, gate=table.second, **kw)
+            .assign(arm="plain", scale=scale) for scale in scales]
+    return pd.concat(rows, ignore_index=True)
+
+
+def chosen_tuning(base: search.Tuning, chosen, coefficients: dict | None = None) -> search.Tuning:
+    """The engine's tuning for a sweep's chosen row: the plain second stage's
+    cut, cap and evidence scale, or the fused model from `coefficients`; the
+    candidate paths either way."""
+    paths = dict(stage_candidates=int(chosen["per_path"]), scan_candidates=int(chosen["scan"]))
+    if chosen.get("arm") == "plain":
+        return replace(base, fused=False, fusion=(), second_cut=float(chosen["cut"]), second_cap=int(chosen["cap"]),
+                       second_evidence_scale=float(chosen["scale"]), **paths)
+    f = fusion_of(coefficients or {}, chosen)
+    return replace(base, fused=True, fusion=(f.bias, f.second, f.cosine, f.evidence, f.floor, f.cut, f.cap), **paths)
+
+
 def fusion_sweep(table: pd.DataFrame, score: pd.Series, floors: Sequence[float], cuts: Sequence[float],
                  caps: Sequence[int], paths: dict[str, dict] | None = None,
-                 knowledge_tokens: dict[int, int] | None = None, paraphrase: Sequence[str] = ()) -> pd.DataFrame:
+                 knowledge_tokens: dict[int, int] | None = None, paraphrase: Sequence[str] = (),
+                 gate: pd.Series | None = None) -> pd.DataFrame:
     """Hits, precision and everyday scenes admitting anything for each floor
     on the fused `score`, relative cut, admitted-count cap and candidate set
     (`paths`: name -> {"per_path", "scan"}), with the budget's own fill at
     each window's knowledge tokens ({4096: 883, 16384: ...}); with
-    `paraphrase` ids, their hits too."""
+    `paraphrase` ids, their hits too. `gate`: what the floor is read on when
+    it is not the ordering score (the engine's plain second stage admits on
+    the model's cosine and orders on the cosine plus a little evidence)."""
     paths = paths or {"40+40": {"per_path": 40, "scan": 0}}
     knowledge_tokens = knowledge_tokens or {4096: 883}
-    base = table.assign(fused=score.to_numpy())
+    base = table.assign(fused=score.to_numpy(), gate=(score if gate is None else gate).to_numpy())
     n_targeted = base[base.kind == "targeted"].id.nunique()
     para = set(paraphrase)
     scenes = []
@@ -1205,16 +1236,16 @@ def fusion_sweep(table: pd.DataFrame, score: pd.Series, floors: Sequence[float],
         g = g.assign(rank_score=g.fused * g.weight).sort_values("rank_score", ascending=False, kind="stable")
         scenes.append((sid, g.kind.iloc[0] == "targeted", g.fused.to_numpy(), g.cost.to_numpy(), g["class"].tolist(),
                        g.relevant.to_numpy(), g.lex_rank.fillna(999).to_numpy(), g.sem_rank.fillna(999).to_numpy(),
-                       g.scan_rank.fillna(999).to_numpy()))
+                       g.scan_rank.fillna(999).to_numpy(), g.gate.to_numpy()))
     out = []
     for name, p in paths.items():
         for floor, cut_, cap in ((f, c, k) for f in floors for c in cuts for k in caps):
             row = {"paths": name, "per_path": p["per_path"], "scan": p.get("scan", 0), "floor": floor, "cut": cut_,
                    "cap": cap}
             tally = {w: [0, 0, 0, 0, 0] for w in knowledge_tokens}  # hits, shown, relevant, off admitting, para hits
-            for sid, targeted, fz, cost, cls, rel, lr, sr, cr in scenes:
+            for sid, targeted, fz, cost, cls, rel, lr, sr, cr, gz in scenes:
                 inside = (lr <= p["per_path"]) | (sr <= p["per_path"]) | (cr <= p.get("scan", 0))
-                ok = inside & (fz >= floor)
+                ok = inside & (gz >= floor)
                 if not ok.any():
                     continue
                 ok &= fz >= cut_ * fz[ok].max()

@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from engine.vectors import as_query
+
 __all__ = ["ARMS", "MODES", "compare_arms", "held_out", "probe", "window_scores", "windows"]
 
 MODES = ("passage", "window", "mean")
@@ -64,8 +66,9 @@ def probe(pairs_path: str | Path, embedder, sentences: int = 2) -> pd.DataFrame:
     whole, parts = _unit(embedder.embed(texts)), _unit(embedder.embed(spans))
     targeted = pairs["targeted"]
     own = np.asarray([keys.index(t["passage"]) for t in targeted])
-    scene_vectors = _unit(embedder.embed([t["query"] for t in targeted]))
-    everyday_vectors = _unit(embedder.embed(list(pairs["off_topic"])))
+    ask = as_query(embedder)  # scenes are queries: the query prompt where the model has one
+    scene_vectors = _unit(ask([t["query"] for t in targeted]))
+    everyday_vectors = _unit(ask(list(pairs["off_topic"])))
 
     def scores(queries: np.ndarray) -> dict[str, np.ndarray]:
         passage = queries @ whole.T
@@ -174,7 +177,7 @@ def held_out(camp, labels, *, sentences: int = 2, windows_at=(4096, 16384), prog
     passages = ev.passages_of(camp)
     stage = ev.second_stage_of(camp)
     embedder = stage.embedder if isinstance(stage.embedder, ev.CachedEmbedder) else ev.CachedEmbedder(stage.embedder)
-    queries = {scene["id"]: _unit(embedder.embed(query_parts(query)[:ev.tuning_of(camp).stage_parts]))
+    queries = {scene["id"]: _unit(as_query(embedder)(query_parts(query)[:ev.tuning_of(camp).stage_parts]))
                for _, scene, query, _ in ev.first_stage(camp, labels, "queries", progress)}
     spans = {pid: windows(heading, text, sentences) for pid, (_, heading, text) in passages.items()}
     tables = [window_scores(ev.fusion_table(camp, half, progress=progress), queries, spans, embedder, progress)

@@ -133,6 +133,8 @@ def retrieve(db: Database, campaign_id: int, query_text: str, *, embedder, budge
         strong, over_cap = _capped(strong, fusion.cap)
     elif found.staged:
         strong, weak = cut(rank(normalise_second(search.scored(found), tuning=tuning)), second=True, tuning=tuning)
+        if tuning.second_cap:
+            strong, over_cap = _capped(strong, tuning.second_cap)
     else:
         strong, weak = cut(rank(normalise(search.scored(found), tuning)), tuning=tuning)
     kept, suppressed = suppress(strong, found.sem.vectors_of(found.loaded), tuning)

@@ -114,10 +114,18 @@ class Tuning:
     # Query parts (paragraphs, newest first) the second model reads: each is one
     # more query to embed inside a turn's 150 ms. A cost bound, not an optimum.
     stage_parts: int = 2
-    # The second model's own best of the whole live library as a third path;
-    # 0 is off. Measured: on the tuning half it added a relevant candidate for 1
-    # of 54 scenes and changed no scene's hit at any floor, cut or cap swept.
+    # The second model's own best of the whole live library as a third path
+    # (read once its vectors cover the library); 0 is off. Measured: with
+    # all-mpnet-base-v2 it added a relevant candidate for 1 of 54 tuning
+    # scenes; with EmbeddingGemma-300M's fused score (retrieval_eval, tuning
+    # half, 93 targeted and 41 everyday scenes, 4,096) each path's best 10
+    # with or without its own best 10 found the same 53 scenes, without it at
+    # 46 % precision against 45 %.
     scan_candidates: int = 0
+    # At most this many passages admitted on the second model's plain score
+    # (a fused model carries its own cap); 0: no cap, as before the plain
+    # score was swept against the fused one.
+    second_cap: int = 0
 
     # ------------------------------------------------ knowledge: budget
     # Retrieved passages take at most this share of the elastic budget (a third
@@ -135,6 +143,9 @@ class Tuning:
     # reads the fitted registry (`second_stage.FUSIONS`). For an experiment
     # that fits its own on a tuning half.
     fusion: tuple[float, ...] = ()
+    # False: the second model's plain score judges even where the registry has
+    # a fused model for the pair (an experiment comparing the two).
+    fused: bool = True
 
     # ------------------------------------------------ memory recall
     # The newest story nodes a recall reads beside the reader's line, within
@@ -194,12 +205,14 @@ class Tuning:
 
     def __post_init__(self) -> None:
         wrong = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
-                 if f.name not in ("floors", "fusion") and (not isinstance(getattr(self, f.name), (int, float))
+                 if f.name not in ("floors", "fusion", "fused") and (not isinstance(getattr(self, f.name), (int, float))
                                             or isinstance(getattr(self, f.name), bool)
                                             or getattr(self, f.name) < 0)]
         if wrong:
             raise WorkbenchError(f"A search tuning value must be a number of 0 or more: {', '.join(wrong)}. "
                                  "Make one with dataclasses.replace(engine.search.DEFAULT, name=value).")
+        if not isinstance(self.fused, bool):
+            raise WorkbenchError(f"A search tuning's fused is True or False, not {self.fused!r}.")
         object.__setattr__(self, "floors", tuple((str(m), float(v)) for m, v in dict(self.floors).items()))
         if self.fusion and len(self.fusion) != 7:
             raise WorkbenchError("A search tuning's fusion is (bias, second, cosine, evidence, floor, cut, cap), "

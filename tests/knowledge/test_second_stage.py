@@ -364,6 +364,34 @@ def test_a_pair_without_a_fused_model_uses_the_plain_score_and_floor(db, campaig
     assert "second_stage_raw" not in r and r["over_cap"] == []
 
 
+def test_a_tuning_can_judge_on_the_plain_score_with_its_own_cap(db, campaign, topic, calibrated, second, fused_pair):
+    """fused=False sets the registry's fused model aside (the retrieval
+    evaluation sweeps both ways); second_cap caps what the plain score admits."""
+    fused_pair(floor=0.999)  # fused, nothing would pass
+    lib = staged(db, campaign, topic, VectorStage(second))
+    lib.embed_second_stage()
+    assert not [u for u in lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET).report["used"] if u["passage_id"] > 0]
+
+    # every passage over the floor stays; the scan brings the ossuary in (see the scan test below)
+    uncut = replace(DEFAULT, fused=False, second_cut=0.0, scan_candidates=2)
+    plain = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET, tuning=uncut).report
+    assert plain["second_stage_used"] and not plain["second_stage_fused"] and plain["second_stage_floor"] == SECOND_FLOOR
+    judged = [u for u in plain["used"] + plain["suppressed"] if u["passage_id"] > 0]
+    assert [u["filename"] for u in judged] == ["abbey.md", "ossuary.md"] and plain["over_cap"] == []
+    assert all(u["second"] >= SECOND_FLOOR for u in judged)
+
+    one = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET, tuning=replace(uncut, second_cap=1)).report
+    assert [u["filename"] for u in one["used"] if u["passage_id"] > 0] == ["abbey.md"]
+    assert [o["filename"] for o in one["over_cap"]] == ["ossuary.md"] and "admitted-count cap" in one["summary"]
+
+
+def test_a_tuning_says_when_fused_is_not_a_yes_or_no():
+    from engine.errors import WorkbenchError
+
+    with pytest.raises(WorkbenchError, match="fused is True or False"):
+        replace(DEFAULT, fused=1)
+
+
 def test_the_second_model_scans_the_whole_library_once_its_vectors_are_complete(
         db, campaign, topic, calibrated, second, monkeypatch):
     one = replace(DEFAULT, stage_candidates=1)  # each first-stage path offers its best one only
