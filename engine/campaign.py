@@ -28,7 +28,7 @@ from .store.narrative_tables import StateEventRow
 from .story import StoryTree, savepoints
 from .story.lineage import path_to
 from .turns import TurnRequest, busy, campaign_lock, dry_run, record, run_turn
-from .turns.inputs import direction_line, player_line
+from .turns.inputs import direction_line, player_line, story_line
 from .turns.record import SECTION_COLUMNS  # noqa: F401  (experiments/accounting.py reads it here)
 from .turns.write import edit_take, write_state, write_turn
 from .views import Entry, Revision, SavePoint, Turn
@@ -379,10 +379,11 @@ class Campaign:
         and the text it replaced is kept (`revisions`, `restore_revision`). A
         narration loses any state block (the state is corrected with
         `correct`); your own line is written as the story records lines
-        ("open the door" -> "> You open the door.")."""
+        ("open the door" -> "> You open the door."), and a Story passage stays
+        prose, as typed."""
         def go(tree: StoryTree) -> Entry:
             node = tree.node(node_id)
-            tree.revise(node, _revised_text(node.kind, text))
+            tree.revise(node, _revised_text(node.kind, text, node.text))
             return self._entry_of(tree, node)
         return self._change("edit a passage", go)
 
@@ -602,11 +603,13 @@ def _record_row(turn, node, parent, row, take_count, on_path: bool) -> dict:
     return {**story, **record.from_row(node, row).columns()}
 
 
-def _revised_text(kind: str, text: str) -> str:
-    """A revision's text as the story keeps that kind of passage."""
+def _revised_text(kind: str, text: str, current: str = "") -> str:
+    """A revision's text as the story keeps that kind of passage. A reader's
+    passage that is not an action line (every action line starts "> ") was
+    written in Story mode and is kept as typed."""
     text = (text or "").strip()
     if kind == "player":
-        return player_line(text)
+        return player_line(text) if current.startswith(">") else story_line(text)
     if kind == "direction":
         return direction_line(text)
     prose = narrative.split(text).prose.strip() if kind == "narrator" else text

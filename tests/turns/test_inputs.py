@@ -104,3 +104,14 @@ def test_a_campaign_records_the_speaker_and_story_mode_as_written(camp):
     assert report["story"].count("Melanie: Morning!") >= 1 and "You melanie" not in report["story"]
     with pytest.raises(NotAllowed):
         camp.act("x", mode="sing")
+
+
+def test_revising_a_story_passage_keeps_it_prose_and_an_action_stays_an_action(camp):
+    camp.act("open the gate")
+    camp.act("The bells rang twice over the quay.", mode="story")
+    action, prose = [e for e in camp.history() if e.kind == "player"]
+    assert camp.revise(prose.id, "The bells rang three times over the quay.").text == \
+        "The bells rang three times over the quay."
+    assert camp.revise(action.id, "close the gate").text == "> You close the gate."
+    assert [e.text for e in camp.history() if e.kind == "player"] == [
+        "> You close the gate.", "The bells rang three times over the quay."]
