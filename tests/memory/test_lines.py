@@ -115,3 +115,27 @@ def test_a_dated_session_line_is_carried_by_the_lines_after_it(tmp_path):
     report = camp.context("When did Caroline go to the LGBTQ support group?")
     memories = _memories(report)
     assert "[8 May 2023]" in memories and "yesterday (7 May 2023)" in memories
+
+
+def test_an_earlier_summary_is_recalled_and_goes_with_its_lineage(tmp_path):
+    """A summary the story has moved past is a recall unit: found by what it
+    says once a newer summary replaced it, and gone when an Undo takes the
+    story back before it was written."""
+    wb, camp = _campaign(tmp_path, FILLER * 8)
+    for i in range(3):
+        camp.act(f"walk on past milestone {i}")
+    camp.set_summary("Wren paid the toll-keeper at Harrowgate bridge with a cracked opal brooch.")
+    for i in range(4):
+        camp.act(f"walk on along the lane past post {i}")
+    camp.set_summary("Wren walks the lanes toward the coast in the rain.")
+    asked = "I look for the toll-keeper at Harrowgate bridge who took my opal brooch"
+    report = camp.context(asked)
+    summaries = [u for u in report["memories"]["used"] if u["unit"] == "summary"]
+    assert summaries and "cracked opal brooch" in _memories(report)
+    assert "opal" not in camp.summary  # the current summary says nothing of it
+    for _ in range(5):
+        camp.undo()  # back before the first summary was written
+    camp.act("I sit on a milestone and rest")
+    after = camp.context(asked)
+    assert "cracked opal brooch" not in _memories(after)
+    assert not [u for u in after["memories"]["used"] if u["unit"] == "summary"]
