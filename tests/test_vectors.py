@@ -304,3 +304,33 @@ def test_rows_asked_for_after_the_held_ones_are_stacked_on():
     ids, matrix = vectors.refreshed(held, [1, 2, 3, 4], load)
     assert ids == (1, 2, 3) and asked == [[3, 4]]  # 4 has no vector yet: left out
     assert np.allclose(matrix, np.eye(3))
+
+
+def test_a_growing_list_of_ids_is_read_at_its_tail_and_a_late_vector_joins_in_order():
+    """A story's lines: each read asks only for the ids after the last one,
+    the rows written so far stay as an earlier entry saw them, and a line
+    embedded after later ones (an imported story, embedded newest first) is
+    read into its place."""
+    cache, ids, stored, asked = VectorCache(), [1, 2], {1: [1.0, 0, 0], 2: [0, 1.0, 0]}, []
+
+    def load(missing):
+        asked.append(sorted(missing))
+        return {i: pack(stored[i]) for i in missing if i in stored}
+
+    first = cache.grown(("db", 1, "lines", "m"), ids, 2, load)
+    assert first.ids == (1, 2) and asked == [[1, 2]]
+    assert cache.grown(("db", 1, "lines", "m"), ids, 2, load) is first and len(asked) == 1  # nothing new: no read
+    ids += [3, 4]
+    stored[4] = [0, 0, 1.0]  # 3 has no vector yet
+    second = cache.grown(("db", 1, "lines", "m"), ids, 4, load)
+    assert second.ids == (1, 2, 4) and asked[-1] == [3, 4]
+    assert first.ids == (1, 2) and np.allclose(first.vectors, np.eye(3)[:2])  # the earlier entry is as it was
+    stored[3] = [1.0, 1.0, 0]
+    third = cache.grown(("db", 1, "lines", "m"), ids, 4, load)
+    assert third.ids == (1, 2, 3, 4) and third.rows[4] == 3
+    assert np.allclose(third[3], vectors.unit([1.0, 1.0, 0])[0])
+    ids.append(5)
+    stored[5] = [0, 1.0, 1.0]
+    fourth = cache.grown(("db", 1, "lines", "m"), ids, 5, load)
+    assert fourth.ids == (1, 2, 3, 4, 5) and asked[-1] == [5]  # only the new id read
+    assert cache.grown(("db", 1, "lines", "m"), [1, 2, 4], 3, load).ids == (1, 2, 4)  # another list: read as asked
