@@ -121,8 +121,8 @@ def due_block(session, campaign: CampaignRow) -> Block | None:
     if len(after) < MEMORY_INTERVAL + SETTLE_SLACK or _story_count(session, path, MEMORY_START) < MEMORY_START:
         return None
     block = after[:MEMORY_INTERVAL]
-    stamps = {line.depth: line.stamp for line in path_lines(session, campaign.id, path, block[-1].depth + 1)
-              if line.depth >= block[0].depth}
+    stamps = {line.depth: line.stamp for line in path_lines(session, campaign.id, path, block[-1].depth + 1,
+                                                            since=block[0].depth)}
     protagonist = campaign.protagonist or ""
     said = tuple(said_by(n.depth, n.kind, n.text, protagonist, stamps.get(n.depth)) for n in block
                  if n.kind != "direction")

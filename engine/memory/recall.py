@@ -25,13 +25,12 @@ from sqlalchemy import select
 from ..budget import tokens
 from ..search.recall import choose, rank_units, rarity_share
 from ..search.tuning import DEFAULT, Tuning
-from ..store.memory_tables import MemoryRow, SummaryRow
+from ..store.memory_tables import MemoryRow
 from ..story.lineage import Path
 from ..vectors import QUERIES
 from .bank import on_path, recent_story
 from .guard import terms
-from .lines import LINES, SUMMARIES, holding, line_terms, load_vectors, spoken, text_hash
-from .lines import path_lines as lines_on_path
+from .lines import LINES, SUMMARIES, line_terms, load_vectors, path_summaries, path_view, rarest, spoken
 from .summary import current
 from .vectors import CACHE, cache_key, cosines
 from .when import resolve
@@ -84,24 +83,20 @@ def _catalogue(session, path: Path, model_id: str) -> list[tuple]:
         .where(on_path(path), MemoryRow.forgotten.is_(False), MemoryRow.vector_model == model_id)).all()
 
 
-def _part_cosines(embedder, units, parts: list[tuple[str, float]], query: str, method: str
+def _part_vectors(embedder, parts: list[tuple[str, float]], query: str, method: str
                   ) -> list[tuple[np.ndarray, float]]:
-    """Each query part's cosines over every unit (row for row with
-    `units.keys`), with its weight ("parts"), or the whole query as one text
-    at weight 1 ("single", the old way).
+    """Each query part's vector, with its weight ("parts"), or the whole
+    query as one text at weight 1 ("single", the old way).
 
     The parts are embedded through the shared query-vector cache
     (`engine.vectors.QUERIES`), so only text no earlier query held is
     embedded: a turn's newest story nodes were the previous turn's parts
     too, and a single-paragraph node is also a part of the knowledge query
     embedded by the same model."""
-    def over(q):
-        return np.concatenate([cosines(held.vectors, q) for _, held in units.matrices()])
-
     if method == "single":
-        return [(over(embedder.embed([query])[0]), 1.0)]
+        return [(embedder.embed([query])[0], 1.0)]
     queries = QUERIES.embed(embedder, [text for text, _ in parts])
-    return [(over(q), w) for q, (_, w) in zip(queries, parts, strict=True)]
+    return [(q, w) for q, (_, w) in zip(queries, parts, strict=True)]
 
 
 def recall(session, campaign_id: int, path: Path, embedder, top_k: int, pending: str = "",
@@ -124,12 +119,12 @@ def recall(session, campaign_id: int, path: Path, embedder, top_k: int, pending:
     if not units.keys or not query.strip():
         return Recall(report={"used": [], "considered": len(units.keys), "suppressed": [], "error": None})
     try:
-        cosines_by_part = _part_cosines(embedder, units, parts, query, method)
+        queries = _part_vectors(embedder, parts, query, method)
     except Exception as exc:  # noqa: BLE001 - a failed recall must not fail the turn
         return Recall(report={"used": [], "error": f"The query could not be embedded: {exc}"})
     # The reader's own words, or on a Continue the newest story's.
     said = terms(parts[0][0]) if parts and method == "parts" else frozenset()
-    keys, cosines_by_part = _pool(session, campaign_id, units, cosines_by_part, said, tuning)
+    keys, cosines_by_part, scanned = _pool(session, campaign_id, units, queries, said, tuning)
     lexical = rarity_share(said, units.words_for(keys), lambda words: words)
     found = rank_units(keys, cosines_by_part, lexical, tuning)
     ranked = found.order
@@ -153,42 +148,70 @@ def recall(session, campaign_id: int, path: Path, embedder, top_k: int, pending:
     chosen = sorted(chosen + others, key=place.__getitem__)
     sources = _sources(session, [k[1] for k in chosen if k[0] == "memory"])
     used = [_entry(k, meta[k], found, lexical, k in judged, sources) for k in chosen]
-    counts = {kind: sum(1 for k in units.keys if k[0] == kind) for kind in ("memory", "line", "summary")}
+    counts = units.keys.counts()
     return Recall(used, {"used": used, "considered": len(units.keys), "units": counts,
                          # The first ten: a bank of near-alike facts suppressed dozens, 1 KB of every record.
                          "suppressed": [{"id": s["id"][1], "duplicate_of": s["duplicate_of"][1]}
                                         for s in suppressed[:10]],
                          "suppressed_count": len(suppressed),
-                         "repeated_lines": repeats,
+                         "repeated_lines": repeats, "lines_scanned": scanned,
                          "error": None, "query": query[-200:], "parts": len(parts), "method": method,
                          "floor": floor, "tuning": tuning.record()})
 
 
-def _pool(session, campaign_id: int, units, cosines_by_part, said, tuning: Tuning):
-    """The units worth ranking: every memory and summary, and of the played
-    lines those whose weighed cosine is among the best `recall_pool` or that
-    hold a word of the reader's line. Exact for the order at its top: a line
-    outside both can score no more than its cosine, under every pooled one.
-    (The rarity of a word is then counted among the pooled units, which
-    hold every unit holding it.) Scoring all 4,000 lines of a 2,000-turn
-    story in Python was most of a recall."""
+def _pool(session, campaign_id: int, units, queries, said, tuning: Tuning):
+    """(keys, each query part's cosines over them with its weight, how many
+    played lines were scored by cosine): the units worth ranking.
+
+    Every memory and summary; of the played lines, the newest
+    `recall_scan_lines` are scored by cosine, and of those the ones whose
+    weighed cosine is among the best `recall_pool` are kept, with every line
+    (of any age, the rarest words' first, at most `recall_pool` older than
+    the scanned ones) holding a word of the reader's line that is not common
+    among the lines. Exact for the order at its top among the lines scanned:
+    a scanned line outside both can score no more than its cosine, under
+    every pooled one. (The rarity of a word is then counted among the pooled
+    units, which hold every scanned unit holding it.) Scoring all 4,000
+    lines of a 2,000-turn story in Python was most of a recall."""
     lo, hi = units.line_span
-    if hi - lo <= tuning.recall_pool:
-        return units.keys, cosines_by_part
-    best = np.max([c[lo:hi] * w for c, w in cosines_by_part], axis=0)
-    top = lo + np.argpartition(-best, tuning.recall_pool)[:tuning.recall_pool]
-    rows = units.held["line"].rows
+    total = len(units.keys)
+    start = max(lo, hi - tuning.recall_scan_lines)
     # Lines holding a word of the line that is not common among them (the
     # search tuning's common_share, as for passages): "ask" in every
     # reader's line would pool them all.
-    worded = []
-    if said:
-        common = tuning.common_share * (hi - lo)
-        rare = [w for w in said if len(holding(session, campaign_id, [w])) <= common]
-        worded = [lo + rows[i] for i in holding(session, campaign_id, rare) if i in rows]
-    chosen = np.unique(np.concatenate([np.arange(0, lo), top, np.asarray(worded, dtype=np.int64),
-                                       np.arange(hi, len(units.keys))]).astype(np.int64))
-    return [units.keys[i] for i in chosen], [(c[chosen], w) for c, w in cosines_by_part]
+    worded = np.empty(0, dtype=np.int64)
+    older = np.empty(0, dtype=np.int64)
+    if said and hi > lo:
+        rows = units.held["line"].rows
+        found, old = [], []
+        for ids in rarest(session, campaign_id, said, tuning.common_share * (hi - lo)):
+            at = [lo + rows[i] for i in ids if i in rows]
+            found.extend(p for p in at if p >= start)
+            if len(old) < tuning.recall_pool:
+                old.extend(sorted(p for p in at if p < start)[-(tuning.recall_pool - len(old)):])
+        worded = np.unique(np.asarray(found, dtype=np.int64))
+        older = np.unique(np.asarray(old, dtype=np.int64))
+    # Positions (in `units.keys`) scored by cosine, and their cosines per part.
+    positions = np.concatenate([np.arange(0, lo), np.arange(start, hi), np.arange(hi, total), older]).astype(np.int64)
+    parts = []
+    for q, w in queries:
+        pieces = [cosines(held.vectors, q) for kind, held in units.matrices() if kind != "line"]
+        if hi > lo:
+            line = units.held["line"].vectors
+            pieces.insert(1 if lo else 0, cosines(line[start - lo:], q))
+            pieces.append(cosines(line[older - lo], q) if len(older) else np.empty(0, dtype=np.float32))
+        parts.append((np.concatenate(pieces) if pieces else np.empty(0, dtype=np.float32), w))
+    window = hi - start
+    if window > tuning.recall_pool:
+        best = np.max([c[lo:lo + window] * w for c, w in parts], axis=0)
+        top = start + np.argpartition(-best, tuning.recall_pool)[:tuning.recall_pool]
+        keep = np.unique(np.concatenate([np.arange(0, lo), top, worded, np.arange(hi, total), older]))
+        order = np.argsort(positions, kind="stable")
+        chosen = order[np.searchsorted(positions[order], keep)]
+    else:
+        chosen = np.argsort(positions, kind="stable")
+    return ([units.keys[int(p)] for p in positions[chosen]], [(c[chosen], w) for c, w in parts],
+            window + len(older))
 
 
 def _distinct(order: list, units, k: int, bar: float) -> tuple[list, int]:
@@ -253,8 +276,18 @@ class _Shown(dict):
     def __init__(self, lines: dict):
         super().__init__()
         self.lines = lines
+        self.summaries: dict = {}  # summary id -> lines.Summary
+        self.view = None  # the path's lines.PathLines, for the time in force at a summary's end
 
     def __missing__(self, key):
+        if key[0] == "summary":
+            summary = self.summaries[key[1]]
+            stamp = self.view.stamp_at(summary.end) if summary.end is not None and self.view is not None else None
+            label = stamp.label if stamp is not None else ""
+            made = self[key] = _Meta(f"[story to {label}] {summary.text}" if label
+                                     else f"[earlier summary] {summary.text}",
+                                     start=summary.start, end=summary.end, when=label)
+            return made
         line = self.lines[key[1]]
         label = line.stamp.label if line.stamp is not None else ""
         text = resolve(spoken(line.kind, line.text), line.stamp)
@@ -263,14 +296,44 @@ class _Shown(dict):
         return made
 
 
+class _Keys(Sequence):
+    """The units' keys ("memory" | "line" | "summary", id) in that order,
+    the lines' made only when asked for: a 10,000-turn story has 20,000
+    lines, and making a key for each one every turn (and counting them) was
+    7 ms of a turn, for the few hundred the pool keeps."""
+
+    def __init__(self, memories: list, lines: Sequence[int], summaries: list):
+        self.memories, self.lines, self.summaries = memories, lines, summaries
+
+    def __len__(self) -> int:
+        return len(self.memories) + len(self.lines) + len(self.summaries)
+
+    def __getitem__(self, i: int):
+        if i < 0:
+            i += len(self)
+        if i < len(self.memories):
+            return self.memories[i]
+        if i - len(self.memories) < len(self.lines):
+            return ("line", self.lines[i - len(self.memories)])
+        return self.summaries[i - len(self.memories) - len(self.lines)]
+
+    def __iter__(self):
+        yield from self.memories
+        yield from (("line", i) for i in self.lines)
+        yield from self.summaries
+
+    def counts(self) -> dict[str, int]:
+        return {"memory": len(self.memories), "line": len(self.lines), "summary": len(self.summaries)}
+
+
 @dataclass
 class _Units:
     """Every recall unit on the path: keys ("memory" | "line" | "summary", id),
     their words, how each is shown, and one vector matrix per kind."""
 
-    keys: list = field(default_factory=list)
+    keys: _Keys = field(default_factory=lambda: _Keys([], (), []))
     words: dict = field(default_factory=dict)
-    lines: dict = field(default_factory=dict)  # node id -> lines.Line
+    lines: dict = field(default_factory=dict)  # node id -> lines.Line (and maybe lines past the path's tip)
     meta: dict = field(default_factory=dict)
     held: dict = field(default_factory=dict)  # kind -> Held
 
@@ -296,8 +359,10 @@ class _Units:
 
 
 def _units(session, campaign_id: int, path: Path, model: str, tuning: Tuning) -> _Units:
-    out = _Units()
+    view = path_view(session, campaign_id, path) if tuning.recall_lines > 0 else None
+    out = _Units(lines=view.by_id if view is not None else {})
     memories = _catalogue(session, path, model)
+    keys: list = []
 
     def load_memories(missing):
         return dict(session.execute(select(MemoryRow.id, MemoryRow.vector).where(MemoryRow.id.in_(missing))).all())
@@ -313,42 +378,31 @@ def _units(session, campaign_id: int, path: Path, model: str, tuning: Tuning) ->
         for i in held.ids:
             _, pinned, authority, text, start, end = info[i]
             key = ("memory", i)
-            out.keys.append(key)
+            keys.append(key)
             out.words[key] = terms(text)
             out.meta[key] = _Meta(text, bool(pinned), authority, start, end)
-    if tuning.recall_lines <= 0:
+    if view is None:
+        out.keys = _Keys(keys, (), [])
         return out
-    lines = lines_on_path(session, campaign_id, path)
-    by_id = {line.node_id: line for line in lines}
-    hashes = {line.node_id: line.hash for line in lines}
-    held = CACHE.get(CACHE.key(session, campaign_id, LINES, model), list(hashes),
-                     lambda missing: load_vectors(session, model, {i: hashes[i] for i in missing}))
+    by_id = view.by_id
+    # The lines' vectors grow at the tail with the story (`engine.vectors.extended`).
+    held = CACHE.grown(CACHE.key(session, campaign_id, LINES, model), view.ids, view.id_count,
+                       lambda missing: load_vectors(session, model, {i: by_id[i].hash for i in missing}))
     out.held["line"] = held
-    out.lines.update(by_id)
     out.line_words = lambda ids: line_terms(session, campaign_id, [by_id[i] for i in ids])
-    start = len(out.keys)
-    out.keys.extend(("line", i) for i in held.ids)
-    out.line_span = (start, len(out.keys))
+    out.line_span = (len(keys), len(keys) + len(held.ids))
     current_summary = current(session, path)
-    summaries = [r for r in session.connection().execute(
-        select(SummaryRow.id, SummaryRow.text, SummaryRow.source_start, SummaryRow.source_end)
-        .where(path.clause(SummaryRow.branch_id, SummaryRow.depth))).all()
-        if current_summary is None or r[0] != current_summary.id]
+    summaries = {u.id: u for u in path_summaries(session, campaign_id, path)
+                 if current_summary is None or u.id != current_summary.id}
+    tail: list = []
     if summaries:
-        texts = {r[0]: r for r in summaries}
-        held = CACHE.get(CACHE.key(session, campaign_id, SUMMARIES, model), list(texts),
-                         lambda missing: load_vectors(session, model, {i: text_hash(texts[i][1]) for i in missing}))
+        held = CACHE.get(CACHE.key(session, campaign_id, SUMMARIES, model), list(summaries),
+                         lambda missing: load_vectors(session, model, {i: summaries[i].hash for i in missing}))
         out.held["summary"] = held
-        stamps = {line.depth: line.stamp for line in lines}
-        for i in held.ids:
-            _, text, start, end = texts[i]
-            stamp = stamps.get(end) if end is not None else None
-            key = ("summary", i)
-            out.keys.append(key)
-            out.words[key] = terms(text)
-            label = stamp.label if stamp is not None else ""
-            out.meta[key] = _Meta(f"[story to {label}] {text}" if label else f"[earlier summary] {text}",
-                                  start=start, end=end, when=label)
+        tail = [summaries[i].key for i in held.ids]
+        out.words.update((u.key, u.words) for u in summaries.values())
+        out.meta.summaries, out.meta.view = summaries, view
+    out.keys = _Keys(keys, out.held["line"].ids, tail)
     return out
 
 

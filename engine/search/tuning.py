@@ -194,6 +194,16 @@ class Tuning:
     # reader's line; no other line can reach the top. A cost bound: scoring
     # all 4,000 lines of a 2,000-turn story in Python took most of a recall.
     recall_pool: int = 400
+    # Played lines scored by cosine per turn: the newest this many. An older
+    # line is reached through its words (at most recall_pool of them, those
+    # holding the reader's rarest words), and through the memories and
+    # summaries that cover it. A cost bound in place of an approximate
+    # index: every line's cosine against a turn's five query parts took
+    # ~1 ms of a turn per 2,000 lines on the 2-core machine (11 ms at a
+    # 10,000-turn story's 20,000), the one part of a turn's recall that grew
+    # with the story once the rest was kept between turns. 4,000 is a
+    # 2,000-turn story scored whole, as the line-recall benchmark measures.
+    recall_scan_lines: int = 4000
     # A played line or earlier summary scoring under this (best weighed cosine
     # plus the lexical share, 0-2) is not offered; memories have no floor.
     # Chosen on the tuning half of memory_eval (three 320-turn conversations,
