@@ -3,7 +3,8 @@
 Playing 10,000 turns through the engine would take the better part of an
 hour on this machine; what a benchmark needs is the *shape* a long campaign
 leaves in the file (one line of nodes, a memory every six story nodes with its
-vector, a summary every fifteen), after which it plays real turns on top.
+vector, a summary every fifteen, and with `line_vectors` every played line's
+vector as derived work leaves it), after which it plays real turns on top.
 """
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import copy
 import numpy as np
 from sqlalchemy import func, insert, select
 
+from engine.memory.lines import spoken, text_hash
 from engine.memory.vectors import pack
 from engine.store import CampaignRow, NodeRow, TurnRecordRow
-from engine.store.memory_tables import MemoryRow, SummaryRow
+from engine.store.memory_tables import MemoryRow, SummaryRow, TextVectorRow
 from engine.store.models import utcnow
 
 PLACES = ("harbour", "chapel", "market", "lighthouse", "crypt", "tannery", "bridge", "mill")
@@ -38,10 +40,13 @@ def _record_for(template: dict, node_id: int, depth: int) -> dict:
     return {**template, "node_id": node_id, "report": report}
 
 
-def grow(db, campaign_id: int, turns: int, embedder, template: dict | None = None) -> None:
+def grow(db, campaign_id: int, turns: int, embedder, template: dict | None = None, line_vectors: bool = False) -> None:
     """Append `turns` player/narrator pairs at the head, with the memories and
     summaries derived work would have written for them (and, given a real
-    record as `template`, a record per narration shaped like it)."""
+    record as `template`, a record per narration shaped like it; with
+    `line_vectors`, each new line's vector, as a campaign played that long
+    has them: left to derived work, 256 a turn, a 10,000-turn story is still
+    being embedded while it is timed)."""
     now = utcnow()
     with db.writing() as s:
         campaign = s.get(CampaignRow, campaign_id)
@@ -77,4 +82,9 @@ def grow(db, campaign_id: int, turns: int, embedder, template: dict | None = Non
             for (d, t), v in zip(memories, vectors, strict=True)])
         if summaries:
             s.execute(insert(SummaryRow), summaries)
+        if line_vectors:
+            texts = {text_hash(n["text"]): spoken(n["kind"], n["text"]) for n in nodes}
+            lines = np.asarray(embedder.embed(list(texts.values())), dtype=np.float32)
+            s.execute(insert(TextVectorRow), [{"hash": h, "model": embedder.model_id, "vector": pack(v)}
+                                              for h, v in zip(texts, lines, strict=True)])
         campaign.head_depth = depth
