@@ -199,10 +199,11 @@ class Tuning:
     # holding the reader's rarest words), and through the memories and
     # summaries that cover it. A cost bound in place of an approximate
     # index: every line's cosine against a turn's five query parts took
-    # ~1 ms of a turn per 2,000 lines on the 2-core machine (11 ms at a
-    # 10,000-turn story's 20,000), the one part of a turn's recall that grew
-    # with the story once the rest was kept between turns. 4,000 is a
-    # 2,000-turn story scored whole, as the line-recall benchmark measures.
+    # 0.6 ms per 2,000 lines measured alone on the 2-core machine (5.8 ms for
+    # a 10,000-turn story's 20,000; 11 ms of a turn under cProfile), the one
+    # part of a turn's recall that grew with the story once the rest was
+    # kept between turns. 4,000 is a 2,000-turn story scored whole, as the
+    # line-recall benchmark measures.
     recall_scan_lines: int = 4000
     # A played line or earlier summary scoring under this (best weighed cosine
     # plus the lexical share, 0-2) is not offered; memories have no floor.
