@@ -40,11 +40,11 @@ BASELINE = "as recorded"
 # What a reader names -> the stored section names it covers.
 GROUPS = {
     "knowledge": (RULE_SECTION, ALWAYS_SECTION, *CLASS_SECTIONS.values()),
-    "memories": ("memories",),
+    "memories": ("memories", "memories_new"),
     "summary": ("story_summary",),
     "state": ("narrative_state",),
     "protocol": ("emit_rule", "reminder"),
-    "history": ("history",),
+    "history": ("history", "history_recent"),
     "instructions": ("ai_instructions",),
     "canon": ("campaign_canon",),
 }
@@ -114,8 +114,8 @@ def _names(what: str) -> tuple[str, ...]:
 def _without(report, sections: list[dict], what: str) -> list[dict]:
     kind, _, ident = what.partition(":")
     if ident and kind == "memory":
-        sections = _cut_line(sections, "memories", _memory_line(report, int(ident)), f"Memory {ident}")
-        return [s for s in sections if not (s["name"] == "memories" and "\n- " not in s["text"])]
+        sections = _cut_line(sections, "*", _memory_line(report, int(ident)), f"Memory {ident}")
+        return [s for s in sections if not (s["name"] in ("memories", "memories_new") and "\n- " not in s["text"])]
     if ident and kind == "passage":
         return _cut_line(sections, "*", _passage_text(report, int(ident)), f"Passage {ident}")
     names = _names(what)

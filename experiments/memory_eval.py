@@ -498,11 +498,10 @@ def probe(played: Played, tuning=None, window: int = WINDOW, keys: Sequence[str]
             continue
         depths = [played.depth_of[e] for e in q.evidence if e in played.depth_of]
         report = Report(camp.context(q.question, mode="story"))
-        history = report.section("history")
-        history_text = history.text if history is not None else ""
+        history_text = report.history_text
         oldest = report["history"]["total"] - report["history"]["included"]
         evidence = [_line_text(*by_id[e]) for e in q.evidence if e in by_id]
-        live = [s for s in report.sections if s.name in ("memories", "story_summary")]
+        live = [s for s in report.sections if s.name in ("memories", "memories_new", "story_summary")]
         share = sum(s.tokens for s in live)
         prompt = report["story"]
         where = "nowhere"
@@ -536,11 +535,11 @@ def _unit_holding(report: Report, question: Question, evidence: Sequence[str]) -
     """Which kind of recalled unit in the memories section holds the answer:
     "memory", "line" or "summary" (a turn's report keeps a memory's text; a
     line's and a summary's are read from the section, one per item)."""
-    section = report.section("memories")
-    if section is None:
+    shown = report.memories_text
+    if not shown:
         return None
     memories = {u.get("text", "") for u in report.used("memories") if u.get("unit", "memory") == "memory"}
-    for item in section.text.split("\n- ")[1:] if "\n- " in section.text else []:
+    for item in shown.split("\n- ")[1:] if "\n- " in shown else []:
         if not _holds(item, question, evidence):
             continue
         bare = item.removeprefix("[inferred] ")

@@ -56,7 +56,8 @@ __all__ = ["CAMPAIGNS", "KINDS", "LOCATIONS", "WINDOWS", "CachingNarrator", "Fac
 WINDOWS = (4096, 16384)
 KINDS = ("story", "state", "card", "memory")
 # Where a fact's needle is looked for, in this order; the first section holding it names where it was.
-SECTIONS = {"history": "history", "memories": "memory", "story_summary": "summary", "narrative_state": "state"}
+SECTIONS = {"history": "history", "history_recent": "history", "memories": "memory", "memories_new": "memory",
+            "story_summary": "summary", "narrative_state": "state"}
 LOCATIONS = ("history", "memory", "summary", "state", "card", "nowhere")
 # The turns the facts are planted at, as the issue's campaign had them: between turn 4 and turn 73 of 200.
 FIRST_PLANT, LAST_PLANT, REFERENCE_TURNS = 4, 73, 200

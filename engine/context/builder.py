@@ -4,19 +4,24 @@ Pure: it makes no network call and writes nothing. The turn gathers the
 window, memories, knowledge and state first and passes them in; history is
 read through a `HistorySource`, newest first, only as far as it can fit.
 
-Order, for prefix caching (a server reuses the longest unchanged prefix):
-the static system block first; then the history, which only grows at its
-end except when the block floor steps; then the volatile sections from least
-to most volatile (summary, knowledge by ascending authority, memories, state)
-so a section that changes does not re-price the cached prefix above it; and
-the length hint and reminder last.
+Order, for prefix caching (a server reuses the longest unchanged prefix,
+and the embedded narrator also moves cached chunks of 64 tokens or more, but
+re-reads everything after the first token it has not seen): the static
+system block first; then the history, which only grows at its end except
+when the block floor steps. The summary and the recalled units sit inside
+the history, after the node that was newest when they were chosen (their
+anchor): while they stay the same they are part of what is reused, and a
+new choice is written after the newest node, so only it and what follows
+are read again. Then the input, knowledge by ascending authority, the units
+recalled for this turn beside the held ones, the state, and the length hint
+and reminder last.
 """
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from ..budget import tokens
@@ -36,10 +41,11 @@ SEPARATOR = "\n\n"
 # The author's note sits this many history lines from the end: close enough
 # to steer the next passage, far enough not to read as the last thing said.
 AUTHORS_NOTE_DEPTH = 3
-# Story sections that can be joined after pricing: history, author's note,
-# input, summary, knowledge (3 classes), memories, state, length hint,
-# reminder, the input restated. Each costs one separator, priced up front.
-STORY_SECTION_SLOTS = 12
+# Story sections that can be joined after pricing: history (in two parts
+# around the held memories), author's note, input, summary, knowledge (3
+# classes), memories, this turn's memories, state, length hint, reminder, the
+# input restated. Each costs one separator, priced up front.
+STORY_SECTION_SLOTS = 14
 # The turn's input said again as the last line before the reply, where a
 # small model heeds it. On the narration evaluation's twelve tuning turns (SmolLM2-135M, short
 # protocol rule) the reply took up what the input named in 6 of 11 with it and
@@ -102,6 +108,9 @@ class Inputs:
     # The reply's first words, when the turn starts the reply for the narrator:
     # priced here, as they are read before the reply is written.
     opening: str = ""
+    # The previous prompt's held memories (its report's "held"): where they
+    # stood, which summary and which units, so this prompt can keep them.
+    held: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -152,17 +161,65 @@ def _system_sections(rules: str, brief: Brief, inputs: Inputs, budget: int) -> l
 
 MEMORY_HEADER = ("Memories from earlier in the story. Lines marked [inferred] are interpretation, "
                  "not established fact; do not treat them as settled:")
+# The units recalled for this turn beside the held ones (see _held), read
+# after the input: short, since it is read again every turn.
+FRESH_HEADER = "Memories from earlier in the story, for this turn:"
 
 
 def _memory_line(memory: dict) -> str:
     return ("- [inferred] " if memory.get("authority") == "heuristic" else "- ") + memory["text"]
 
 
-def _live_sections(inputs: Inputs, room: int, tuning, top_k: int = 5, window_start: int | None = None
-                   ) -> tuple[list[tuple[str, str, str]], list[dict], list[dict]]:
+def _unit_key(memory: dict) -> tuple[str, int]:
+    return (memory.get("unit", "memory"), memory.get("id"))
+
+
+def _story_order(units: Sequence[dict]) -> list[dict]:
+    # Ties broken by kind and id: held units come back in another order, and must read the same.
+    return sorted(units, key=lambda m: (m.get("end") is None, m.get("end") or 0, m.get("start") or 0,
+                                        str(m.get("unit", "memory")), m.get("id") if isinstance(m.get("id"), int) else 0))
+
+
+def _memory_section(name: str, header: str, units: Sequence[dict], why: str) -> tuple[str, str, str]:
+    return (name, header + "\n" + "\n".join(_memory_line(m) for m in _story_order(units)), why)
+
+
+def _held(inputs: Inputs, tuning, window_start: int | None, newest: int | None) -> tuple[list[dict] | None, str]:
+    """The previous prompt's memories, to be shown again unchanged at the same
+    place, or None when they are chosen afresh, with the reason: the
+    tuning's `recall_hold` is 0, or their anchor is that many turns old, or
+    the summary changed, or a unit is no longer offered or its story is back
+    inside the window."""
+    held, hold = inputs.held or {}, getattr(tuning, "recall_hold", 0)
+    anchor = held.get("anchor")
+    if not hold:
+        return None, "no hold"
+    if not isinstance(anchor, int) or newest is None or anchor > newest:
+        return None, "nothing held before"
+    if newest - anchor >= hold * NODES_PER_TURN:
+        return None, "the hold ended"
+    if held.get("summary") != inputs.summary_info.get("id"):
+        return None, "the summary was rewritten"
+    offered = {_unit_key(m): m for m in inputs.memories}
+    out = []
+    for key in held.get("units") or ():
+        unit = offered.get(tuple(key)) if isinstance(key, list | tuple) and len(key) == 2 else None
+        if unit is None:
+            return None, "a held unit is no longer offered"
+        if _inside(unit, window_start):
+            return None, "a held unit's story is inside the window"
+        out.append(unit)
+    return out, "held"
+
+
+def _live_sections(inputs: Inputs, room: int, tuning, top_k: int = 5, window_start: int | None = None,
+                   newest: int | None = None
+                   ) -> tuple[list[tuple[str, str, str]], list[dict], list[dict], str, list[tuple[str, int]]]:
     """The summary, then recalled units (memories, played lines, earlier
-    summaries) in their ranked order, within their share of `room`; returns
-    the sections, what was dropped, and the units kept.
+    summaries) within their share of `room`; returns the sections, what was
+    dropped, the units kept, "held" when the previous prompt's were held
+    (else why they were chosen afresh), and the keys of the units in the
+    memories section (not this turn's own).
 
     They are priced before history like the protected sections, but they are
     not protected: a model that ignores the word limits must not make the
@@ -170,24 +227,89 @@ def _live_sections(inputs: Inputs, room: int, tuning, top_k: int = 5, window_sta
     they take at most `tuning.memory_share` of the room (the summary at most `summary_share`
     of that, cut at a sentence end), so the story itself keeps the rest.
     A unit whose story is still inside the history window (depth at or
-    past `window_start`) is not offered: the story itself is there. At most
-    `top_k` memories and `tuning.recall_lines` other units are kept, shown
-    in story order (oldest first)."""
-    out, dropped = [], []
+    past `window_start`) is not offered: the story itself is there. Chosen
+    afresh, at most `top_k` memories and `tuning.recall_lines` other units
+    are kept, shown in story order (oldest first). Held (`_held`), the
+    previous prompt's units are kept as they were and at most
+    `tuning.recall_fresh` of the best others are added in a section of
+    their own, "memories_new"."""
+    out, dropped, room_before = [], [], room
     room = int(room * tuning.memory_share)
     summary = inputs.summary.strip()
     if summary:
-        text = _within(f"Story summary:\n{summary}", int(room * tuning.summary_share) - 1)
+        full, limit = f"Story summary:\n{summary}", int(room * tuning.summary_share) - 1
+        # Held, the summary keeps last prompt's cut while it fits: the room moves with the input's length.
+        chars = (inputs.held or {}).get("summary_chars") if getattr(tuning, "recall_hold", 0) else None
+        same = (inputs.held or {}).get("summary") == inputs.summary_info.get("id")
+        if same and isinstance(chars, int) and 0 < chars <= len(full) and tokens.count(full[:chars]) <= limit:
+            text = full[:chars]
+        else:
+            text = _within(full, limit)
         if text:
             out.append(("story_summary", text, "the summary valid at this point"
                         + ("" if text.endswith(summary) else ", cut to its share of the budget")))
             room -= tokens.count(text) + 1
         else:
             dropped.append({"section": "story_summary", "tokens": tokens.count(summary)})
+    hold = getattr(tuning, "recall_hold", 0)
+    held, why = _held(inputs, tuning, window_start, newest)
+    shown_summary = next((t for n, t, _ in out if n == "story_summary"), "")
+    if held is not None and len(shown_summary) != (inputs.held or {}).get("summary_chars", 0):
+        # The summary no longer fits as it was cut: the block is read again anyway.
+        held, why = None, "the summary no longer fits as it was cut"
+    if held is not None and _lines_cost(held, MEMORY_HEADER) > room:
+        held, why = None, "the held units no longer fit"
+    if held is not None:
+        block, block_dropped = held, 0
+    else:
+        # Chosen afresh; with a hold, a share of the room is left for the units of the turns to come.
+        block, block_dropped = _pack(inputs.memories, room - (int(room * tuning.fresh_share) if hold else 0),
+                                     top_k, tuning, window_start)
+    shown, spent = {_unit_key(m) for m in block}, _lines_cost(block, MEMORY_HEADER)
+    fresh, fresh_spent, unfit = [], tokens.count(FRESH_HEADER) + 1, 0
+    for memory in inputs.memories if hold else ():
+        if len(fresh) + unfit >= getattr(tuning, "recall_fresh", 0):
+            break
+        if _unit_key(memory) in shown or _inside(memory, window_start):
+            continue
+        cost = tokens.count(_memory_line(memory)) + 1
+        if spent + fresh_spent + cost <= room:
+            fresh.append(memory)
+            fresh_spent += cost
+        else:
+            unfit += 1
+    if unfit and held is not None:
+        # This turn's best unit does not fit beside the held ones: the hold
+        # never keeps it out; everything is chosen afresh instead.
+        again = _live_sections(replace(inputs, held={}), room_before, tuning, top_k, window_start, newest)
+        return (*again[:3], "this turn's best unit did not fit beside the held ones", again[4])
+    if block_dropped + unfit:
+        dropped.append({"section": "memories", "units": block_dropped + unfit})
+    if block:
+        out.append(_memory_section("memories", MEMORY_HEADER, block,
+                                   f"{len(block)} recalled earlier, held where they were first shown" if held
+                                   else f"{len(block)} recalled for the input and the recent story"))
+    if fresh:
+        out.append(_memory_section("memories_new", FRESH_HEADER, fresh,
+                                   f"{len(fresh)} recalled for this input beside the held ones"))
+    rank = {id(m): n for n, m in enumerate(inputs.memories)}
+    return (out, dropped, sorted(block + fresh, key=lambda m: rank.get(id(m), len(rank))), why,
+            [_unit_key(m) for m in block])
+
+
+def _lines_cost(units: Sequence[dict], header: str) -> int:
+    return (tokens.count(header) + 1 if units else 0) + sum(tokens.count(_memory_line(m)) + 1 for m in units)
+
+
+def _pack(memories: Sequence[dict], room: int, top_k: int, tuning, window_start: int | None
+          ) -> tuple[list[dict], int]:
+    """The best units, in their ranked order, that fit `room`: at most
+    `top_k` memories and `tuning.recall_lines` other units, none whose
+    story the window still holds; and how many did not fit."""
     kept, spent = [], tokens.count(MEMORY_HEADER) + 1
     room_left = {"memory": max(1, top_k), "other": getattr(tuning, "recall_lines", 0)}
     unfit = 0
-    for memory in inputs.memories:
+    for memory in memories:
         kind = "memory" if memory.get("unit", "memory") == "memory" else "other"
         if kind == "other" and _inside(memory, window_start):
             continue
@@ -200,13 +322,7 @@ def _live_sections(inputs: Inputs, room: int, tuning, top_k: int = 5, window_sta
             room_left[kind] -= 1
         else:
             unfit += 1
-    if unfit:
-        dropped.append({"section": "memories", "units": unfit})
-    if kept:
-        shown = sorted(kept, key=lambda m: (m.get("end") is None, m.get("end") or 0, m.get("start") or 0))
-        lines = "\n".join(_memory_line(m) for m in shown)
-        out.append(("memories", f"{MEMORY_HEADER}\n{lines}", f"{len(kept)} recalled for the input and the recent story"))
-    return out, dropped, kept
+    return kept, unfit
 
 
 def _inside(unit: dict, window_start: int | None) -> bool:
@@ -364,7 +480,9 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
     if protected >= room:
         raise _overflow(protected, reserved, transport, output, safety, budget, configured, ratio)
     top_k = getattr(settings, "memory_top_k", 5)
-    live, live_dropped, kept = _live_sections(inputs, room - protected, settings.tuning, top_k)
+    newest = history.total - 1 if history.total > 0 else None
+    live, live_dropped, kept, why, block_keys = _live_sections(inputs, room - protected, settings.tuning, top_k,
+                                                                None, newest)
     reserved += _cost(live)
     available = room - protected - _cost(live)
     knowledge_sections, knowledge_report = [], {}
@@ -382,7 +500,8 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
         # Recalled story still inside the window: choose again without it, and
         # size the history for what the memories cost now. A history that
         # grows with the room freed drops the units it now holds, unrefilled.
-        again, again_dropped, again_kept = _live_sections(inputs, room - protected, settings.tuning, top_k, start)
+        again, again_dropped, again_kept, why, block_keys = _live_sections(
+            inputs, room - protected, settings.tuning, top_k, start, newest)
         history_budget = max(0, history_budget + _cost(live) - _cost(again))
         reserved += _cost(again) - _cost(live)
         live, live_dropped, kept = again, again_dropped, again_kept
@@ -390,23 +509,49 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
         chosen, info = _window_history(fetched, history_budget, output, settings.trim_fraction)
         newer = _oldest_included(fetched, info)
         if newer is not None and newer < start and any(_inside(m, newer) for m in kept):
+            # Shown as one new choice (a history that grew back over held units is rare).
             kept = [m for m in kept if not _inside(m, newer)]
-            live = [s for s in live if s[0] != "memories"]
+            live = [s for s in live if s[0] not in ("memories", "memories_new")]
+            why, block_keys = "the history grew back over a held unit", [_unit_key(m) for m in kept]
             if kept:
-                shown = sorted(kept, key=lambda m: (m.get("end") is None, m.get("end") or 0, m.get("start") or 0))
-                live.append(("memories", MEMORY_HEADER + "\n" + "\n".join(_memory_line(m) for m in shown),
-                             f"{len(kept)} recalled for the input and the recent story"))
+                live.append(_memory_section("memories", MEMORY_HEADER, kept,
+                                            f"{len(kept)} recalled for the input and the recent story"))
+    # Where the summary and memories stand: after the node that was newest
+    # when they were chosen, so the next prompts repeat them in place.
+    block = [s for s in live if s[0] in ("story_summary", "memories")]
+    fresh = [s for s in live if s[0] == "memories_new"]
+    held = why == "held"
+    anchor = inputs.held.get("anchor") if held else newest
+    if not block:
+        anchor = None
+    depths = [x.depth for x in fetched[0][len(fetched[0]) - info["included"]:]] if info["included"] else []
     if note:
-        chosen.insert(max(0, len(chosen) - AUTHORS_NOTE_DEPTH), note)
-    story_sections = [("history", SEPARATOR.join(chosen), f"newest {info['included']} of {history.total} nodes")]
+        at = max(0, len(chosen) - AUTHORS_NOTE_DEPTH)
+        chosen.insert(at, note)
+        depths.insert(at, None)
+    split = len(chosen)
+    if anchor is not None:
+        split = next((i for i in range(len(depths), 0, -1)
+                      if depths[i - 1] is not None and depths[i - 1] <= anchor), 0)
+    older, recent = (chosen[:split], chosen[split:]) if split else (chosen, [])
+    recent_nodes = sum(1 for d in depths[split:] if d is not None) if split else 0
+    lines_shown = f"newest {info['included']} of {history.total} nodes"
+    if recent:
+        story_sections = [("history", SEPARATOR.join(older), lines_shown + ", up to the held memories"), *block,
+                          ("history_recent", SEPARATOR.join(recent), f"the {recent_nodes} newest nodes, after them")]
+    elif split:
+        story_sections = [("history", SEPARATOR.join(older), lines_shown), *block]
+    else:
+        story_sections = [*block, ("history", SEPARATOR.join(older), lines_shown)]
     if pending:
         story_sections.append(("input", pending, "the reader's input for this turn"))
-    story_sections += live[:1] + knowledge_sections + live[1:] + final
+    story_sections += knowledge_sections + fresh + final
     system = SEPARATOR.join(text for _, text, _ in system_sections)
     story = SEPARATOR.join(text for _, text, _ in story_sections if text)
     # The history changes every turn; its nodes do not: count it by its parts.
-    counts = {"history": tokens.count_joined(chosen, SEPARATOR)}
-    story_parts = [*chosen, *(text for name, text, _ in story_sections if text and name != "history")]
+    counts = {"history": tokens.count_joined(older, SEPARATOR), "history_recent": tokens.count_joined(recent, SEPARATOR)}
+    story_parts = [part for name, text, _ in story_sections if text
+                   for part in ({"history": older, "history_recent": recent}.get(name) or [text])]
     total = tokens.count(system) + tokens.count_joined(story_parts, SEPARATOR)
     counted = (total + (tokens.count(CONTINUE_HINT) if settings.api_mode != "completion" else tokens.count(SEPARATOR))
                + tokens.count(inputs.opening))
@@ -426,7 +571,12 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
                    "estimate": estimate, "estimate_cl100k": counted, "token_ratio": ratio},
         "budget": {"configured": configured, "effective": budget, "reserve": safety, "max_output": output},
         "window": _window_report(window, configured),
-        "history": {**info, "total": history.total},
+        # "recent": the newest nodes, shown after the held memories in a section of their own.
+        "history": {**info, "total": history.total, "recent": recent_nodes},
+        # What the next prompt needs to hold these memories in place (see _held).
+        "held": {"anchor": anchor, "summary": inputs.summary_info.get("id"), "held": held, "why": why,
+                 "summary_chars": len(next((t for n, t, _ in live if n == "story_summary"), "")),
+                 "units": [list(key) for key in block_keys]},
         "estimate": estimate,
         "cards": [],
         # Inside the history section (AUTHORS_NOTE_DEPTH lines from its end); counted here too.

@@ -9,6 +9,9 @@ from .. import html
 __all__ = ["HistoryFigures", "Narrative", "PromptText", "Report", "Section", "Tokens"]
 
 _COLOURS = {"system": "#4c72b0", "story": "#55a868"}
+# The sections the story's nodes and the recalled units are shown in (engine.context.builder).
+HISTORY_SECTIONS = ("history", "history_recent")
+MEMORY_SECTIONS = ("memories", "memories_new")
 
 
 def _n(value) -> float:
@@ -96,6 +99,17 @@ class Report(dict):
 
     def section(self, name: str) -> Section | None:
         return next((s for s in self.sections if s.name == name), None)
+
+    @property
+    def history_text(self) -> str:
+        """The story's nodes as shown: the history section and the newest
+        nodes after the held memories ("history_recent"), without them."""
+        return "\n\n".join(s.text for s in self.sections if s.name in HISTORY_SECTIONS and s.text)
+
+    @property
+    def memories_text(self) -> str:
+        """Every recalled unit shown: the held memories section and this turn's ("memories_new")."""
+        return "\n".join(s.text for s in self.sections if s.name in MEMORY_SECTIONS and s.text)
 
     @property
     def prompt(self) -> PromptText:

@@ -101,13 +101,15 @@ def _part_vectors(embedder, parts: list[tuple[str, float]], query: str, method: 
 
 def recall(session, campaign_id: int, path: Path, embedder, top_k: int, pending: str = "",
            recent: list[str] | None = None, *, method: str = "parts", judge: Judge | None = None,
-           tuning: Tuning = DEFAULT) -> Recall:
+           tuning: Tuning = DEFAULT, held: Sequence = ()) -> Recall:
     """The recall units for the next prompt, best first: the path's memories,
     its played lines (`lines`) and its earlier summaries, scored together by
     the search layer (`engine.search.recall`) with `tuning`; the report
     records it. More candidates come back than a prompt holds: the builder
     drops those still inside its history window and packs the rest into
-    the memories' share."""
+    the memories' share. `held` are the unit keys the previous prompt
+    showed: each still on the path comes back too, after the ranked ones
+    wherever it ranks now, so the builder can show it again unchanged."""
     if embedder is None:
         return Recall(report={"used": [], "error": "No embedder is configured, so no memories are recalled."})
     model = embedder.model_id
@@ -146,6 +148,11 @@ def recall(session, campaign_id: int, path: Path, embedder, top_k: int, pending:
     wanted = set(chosen) | set(others)
     place = {k: n for n, k in enumerate(ranked) if k in wanted}
     chosen = sorted(chosen + others, key=place.__getitem__)
+    offered = set(chosen)
+    for key in (tuple(k) for k in held if isinstance(k, list | tuple) and len(k) == 2):
+        if key not in offered and _on_path(units, key):
+            chosen.append(key)
+            offered.add(key)
     sources = _sources(session, [k[1] for k in chosen if k[0] == "memory"])
     used = [_entry(k, meta[k], found, lexical, k in judged, sources) for k in chosen]
     counts = units.keys.counts()
@@ -243,13 +250,25 @@ def _distinct(order: list, units, k: int, bar: float) -> tuple[list, int]:
     return [order[i] for i in kept], repeats
 
 
+def _on_path(units, key) -> bool:
+    """Whether a unit key names a unit of this recall: a memory not forgotten
+    and embedded by this model, a played line or an earlier summary of the path."""
+    kind, i = key
+    if kind == "memory":
+        return key in units.meta
+    if kind == "line":
+        return i in units.lines and "line" in units.held and i in units.held["line"].rows
+    return kind == "summary" and i in units.meta.summaries
+
+
 def _entry(key, meta, found, lexical, judged: bool, sources: dict) -> dict:
     """One recalled unit as the builder and the turn's report see it. A
     memory keeps the fields it always had; a line or summary only what says
     what it is and where it stands (a 300-turn record kept under 8 KB)."""
     kind, i = key
-    out = {"id": i, "unit": kind, "text": meta.shown, "score": round(found.score[key], 4),
-           "similarity": round(found.cosine[key], 4), "lexical": round(lexical.get(key, 0.0), 4),
+    # A held unit outside the scored pool has no score: 0.
+    out = {"id": i, "unit": kind, "text": meta.shown, "score": round(found.score.get(key, 0.0), 4),
+           "similarity": round(found.cosine.get(key, 0.0), 4), "lexical": round(lexical.get(key, 0.0), 4),
            "start": meta.start, "end": meta.end}
     if kind == "memory":
         out.update(judged=judged, pinned=meta.pinned, authority=meta.authority, source=sources.get(i))

@@ -49,6 +49,7 @@ class Plan:
     carried: str = ""  # "extend": that narration's text, with the part a cut left off
     built: context.Built | None = None
     history: HistoryRef | None = None  # the history section as a depth range, when it can be
+    recent: HistoryRef | None = None  # the same for "history_recent", the nodes after the held memories
     memory_ids: tuple[int, ...] = ()  # the memories recall offered the builder
     head: tuple[int | None, int] | None = None  # (branch, depth) when planned: the write refuses a moved head
 
@@ -83,12 +84,18 @@ class PathHistory:
         self.last = self._read[-n:]
         return self.last
 
-    def reference(self, report: context.Report) -> HistoryRef | None:
-        """The history section as a node range, checked against the text it stands for."""
-        section, included = report.section("history"), report.history.included
+    def reference(self, report: context.Report, name: str = "history") -> HistoryRef | None:
+        """A history section ("history" or "history_recent", the newest
+        nodes after the held memories) as a node range, checked against the
+        text it stands for."""
+        section, included = report.section(name), report.history.included
         if section is None or not included:
             return None
-        return history_ref(section.text, self.last[-included:])
+        lines = self.last[-included:]
+        recent = (report.get("history") or {}).get("recent") or 0
+        if recent:
+            lines = lines[-recent:] if name == "history_recent" else lines[:-recent]
+        return history_ref(section.text, lines)
 
 
 def brief_of(campaign: CampaignRow) -> context.Brief:
@@ -125,12 +132,14 @@ def _knowledge(session, db: Database, campaign: CampaignRow, settings: Settings,
 
 
 def _gather(session, campaign_id: int, path, settings: Settings, embedder, pending: str,
-            recent: list[str]) -> tuple[dict, list[int]]:
-    """Memories, summary and derived status for the builder: read-only."""
+            recent: list[str], held: dict) -> tuple[dict, list[int]]:
+    """Memories, summary and derived status for the builder: read-only. The
+    units `held` (the previous prompt's) are offered whatever they rank now."""
     remembered = memory.Recall()
     if settings.memory_enabled:
         remembered = memory.recall(session, campaign_id, path, embedder, settings.memory_top_k, pending, recent,
-                                   tuning=settings.tuning)
+                                   tuning=settings.tuning,
+                                   held=held.get("units") or () if settings.tuning.recall_hold else ())
     summary = memory.current(session, path)
     fields = {
         "memories": remembered.used, "memory_report": remembered.report,
@@ -172,7 +181,8 @@ def plan_turn(db: Database, campaign_id: int, request: TurnRequest, settings: Se
         before = tree.node_at(end, path) if end >= 0 else None
         state = dict((extended or before).state_after or {}) if (extended or before) is not None else {}
         recent = memory.bank.recent_story(session, path, recent_texts(settings))
-        gathered, memory_ids = _gather(session, campaign_id, path, settings, embedder, text, recent)
+        held = _held(session, path, end)
+        gathered, memory_ids = _gather(session, campaign_id, path, settings, embedder, text, recent, held)
         protocol = {"state_text": narrative.render_state(state), "emit_rule": narrative.emit_rule(window.tokens),
                     "reminder": narrative.EMIT_REMINDER} if settings.state_protocol else {}
         library = _knowledge(session, db, campaign, settings, window, embedder, state, text, recent)
@@ -182,12 +192,21 @@ def plan_turn(db: Database, campaign_id: int, request: TurnRequest, settings: Se
         if extended is not None:
             answered, opening = (None, ""), carried if opens else ""
         inputs = context.Inputs(pending=context.Line(kind, text, end + 1) if kind else None, knowledge=library,
-                                opening=opening, **gathered, **protocol)
+                                opening=opening, held=held, **gathered, **protocol)
         history = PathHistory(session, path, end)
         built = context.build(brief_of(campaign), history, settings, window, inputs)
         head = (campaign.head_branch_id, campaign.head_depth)
     return Plan(state, retry_of, extend_of, kind, text, answered, carried, built, history.reference(built.report),
-                tuple(memory_ids), head)
+                history.reference(built.report, "history_recent"), tuple(memory_ids), head)
+
+
+def _held(session, path, end: int) -> dict:
+    """Where the newest prompt on this path (at or above `end`) showed its
+    summary and memories, for the builder to keep them there."""
+    report = session.scalar(select(TurnRecordRow.report).join(NodeRow, NodeRow.id == TurnRecordRow.node_id)
+                            .where(path.clause(upto=end)).order_by(NodeRow.depth.desc()).limit(1))
+    held = report.get("held") if isinstance(report, dict) else None
+    return held if isinstance(held, dict) else {}
 
 
 def _carried(session, node: NodeRow) -> str:

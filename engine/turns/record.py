@@ -136,17 +136,22 @@ def _unstash(value, texts: Mapping[str, str]):
     return out
 
 
-def compact(report: Mapping, history: HistoryRef | None = None) -> tuple[dict, dict[str, str]]:
-    """The stored form of a built report, and the texts it refers to by hash."""
+def compact(report: Mapping, history: HistoryRef | None = None,
+            recent: HistoryRef | None = None) -> tuple[dict, dict[str, str]]:
+    """The stored form of a built report, and the texts it refers to by hash.
+    `recent` stands for "history_recent", the newest nodes shown after the
+    held memories, as `history` does for the history section."""
     body = {k: v for k, v in report.items() if k not in LEGACY_ALIASES}
     sections = []
+    refs = {"history": history, "history_recent": recent}
     for section in body.get("sections", []):
         section = dict(section)
-        if section.get("name") == "history" and history is not None:
+        ref = refs.get(section.get("name"))
+        if ref is not None:
             section.pop("text", None)
-            section["nodes"] = [history.first, history.last]
-            if history.note_at is not None:
-                section.update(note_at=history.note_at, authors_note=history.authors_note)
+            section["nodes"] = [ref.first, ref.last]
+            if ref.note_at is not None:
+                section.update(note_at=ref.note_at, authors_note=ref.authors_note)
         sections.append(section)
     body["sections"] = sections
     if isinstance(body.get("derived"), list):
@@ -203,9 +208,9 @@ SECTION_COLUMNS = {
     "tok_system": ("narrator_rules", "emit_rule", "campaign_canon", "ai_instructions", "premise", "protagonist"),
     # The library names its sections itself (the rule, always-in-force Canon, one per class).
     "tok_knowledge": ("knowledge", RULE_SECTION, ALWAYS_SECTION, *CLASS_SECTIONS.values()),
-    "tok_history": ("history", "input", "input_restated"),
+    "tok_history": ("history", "history_recent", "input", "input_restated"),
     "tok_summary": ("story_summary",),
-    "tok_memories": ("memories",),
+    "tok_memories": ("memories", "memories_new"),
     "tok_state": ("narrative_state",),
     "tok_hints": ("length_hint", "reminder"),
 }
@@ -235,7 +240,9 @@ def record_columns(narrator: str, report: Mapping, usage: Mapping, window: Mappi
     """One take's record flattened to the RECORD_COLUMNS names; reads v2 and v3
     alike, and needs no prompt text, so a table of 10,000 turns loads none."""
     tokens, hist = report.get("tokens") or {}, report.get("history") or {}
-    history_nodes = next((s.get("nodes") for s in report.get("sections", []) if s.get("name") == "history"), None)
+    spans = [s.get("nodes") for s in report.get("sections", []) if s.get("name") in ("history", "history_recent")
+             and isinstance(s.get("nodes"), list) and len(s.get("nodes")) == 2]
+    history_nodes = [spans[0][0], spans[-1][1]] if spans else None
     knowledge, memories = report.get("knowledge") or {}, report.get("memories") or {}
     return {
         "narrator": narrator, "record_version": report.get("version", 2) if report else None,
@@ -359,9 +366,10 @@ def write_stored(session, rows: Sequence[Mapping], texts: Mapping[str, str]) -> 
                                                 for r in rows])
 
 
-def write_record(session, node_id: int, turn: Turn, history: HistoryRef | None) -> None:
+def write_record(session, node_id: int, turn: Turn, history: HistoryRef | None,
+                 recent: HistoryRef | None = None) -> None:
     """Compact a played take's record and write it."""
-    stored, texts = compact(turn.report, history)
+    stored, texts = compact(turn.report, history, recent)
     write_stored(session, [{"node_id": node_id, "narrator": turn.narrator, "report": stored,
                             "usage": dict(turn.usage), "accounting": dict(turn.accounting),
                             "window": dict(turn.window), "timings": dict(turn.timings)}], texts)

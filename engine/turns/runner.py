@@ -167,8 +167,7 @@ def run_turn(
     plan = plan_turn(db, campaign_id, request, settings, window, embedder, _opens(narrator))
     prepared = time.perf_counter()
     opening = plan.built.opening
-    shown = plan.built.report.section("history")
-    known = shown.text if shown is not None else ""
+    known = plan.built.report.history_text
     steer = tuple(narrative.steer_words(*plan.answered, known)) \
         if settings.steer_named and getattr(narrator, "steers", False) else ()
     prompt = Prompt(plan.built.system, plan.built.story, settings.max_output_tokens, settings.temperature,

@@ -105,7 +105,7 @@ def write_turn(session, campaign: CampaignRow, take: Take) -> Turn:
     outcome = write_state(session, campaign, node, plan.state_before, take.extraction.events or [], source="narrator")
     turn = _record(session, tree, node, take, outcome)
     if plan.built is not None:
-        write_record(session, node.id, turn, plan.history)
+        write_record(session, node.id, turn, plan.history, plan.recent)
     memory.record_use(session, _memories_shown(take))
     campaign.updated_at = utcnow()
     session.flush()

@@ -104,7 +104,7 @@ class FakeKnowledge:
         return self.select(int(available * DEFAULT.knowledge_share))
 
 
-def test_volatile_sections_in_ascending_authority_after_history():
+def test_volatile_sections_in_ascending_authority_after_history_memories_before_the_input():
     knowledge = FakeKnowledge()
     inputs = Inputs(pending=Line("player", "> You listen.", 10), summary="SUMMARY",
                     memories=[{"text": "Mara hid the key.", "authority": "accepted_story"},
@@ -112,8 +112,9 @@ def test_volatile_sections_in_ascending_authority_after_history():
                     knowledge=knowledge, state_text="STATE", reminder="[REMINDER]")
     built = build(BRIEF, story(10), settings(), None, inputs)
     s = built.story
-    order = [s.index(x) for x in ("[9]", "> You listen.", "SUMMARY", "INSPIRATION", "REFERENCE",
-                                  "IMPORTED CANON", "Mara hid", "STATE", "[Hard limit:", "[REMINDER]")]
+    # The summary and memories are held in place after the newest node, before the input.
+    order = [s.index(x) for x in ("[9]", "SUMMARY", "Mara hid", "> You listen.", "INSPIRATION", "REFERENCE",
+                                  "IMPORTED CANON", "STATE", "[Hard limit:", "[REMINDER]")]
     assert order == sorted(order)
     assert "- [inferred] Mara may be lying." in s and "- Mara hid the key." in s
     assert built.system.index("Campaign canon") < built.system.index("Imported passages are data")
@@ -252,3 +253,61 @@ def test_the_input_is_said_again_as_the_last_line_before_the_reply():
     direction = Inputs(pending=Line("direction", "A storm breaks.", 10))
     assert build(BRIEF, story(10), settings(), None, direction).story.endswith("[Now: A storm breaks.]")
     assert "[Now:" not in build(BRIEF, story(10), settings(), None, Inputs()).story  # Continue: nothing to restate
+
+
+# ------------------------------------------------------------ memories held in place
+def _units(ids, words=12):
+    return [{"id": i, "unit": "line", "text": f"Line {i}: " + " ".join(f"word{i}x{j}" for j in range(words)) + ".",
+             "start": i, "end": i} for i in ids]
+
+
+def _turn(n, ids, held=None, summary="Mara hid the key.", summary_id=1, **tuning):
+    from dataclasses import replace
+    kw = {"tuning": replace(DEFAULT, **tuning)} if tuning else {}
+    inputs = Inputs(pending=Line("player", f"> You try {n}.", n), summary=summary, summary_info={"id": summary_id},
+                    memories=_units(ids), held=held or {}, reminder="[REMINDER]")
+    # Lines 0-9 of the story are recalled units; the window holds from ~line 20 on.
+    built = build(BRIEF, story(n), settings(context_budget=2048, max_output_tokens=64, **kw), None, inputs)
+    return built, built.report
+
+
+def test_held_memories_keep_their_place_and_the_next_prompt_repeats_them():
+    first, r1 = _turn(60, [1, 2, 3, 4])
+    assert r1["held"]["anchor"] == 59 and not r1["held"]["held"]
+    # The summary and memories follow the newest node and come before the input.
+    s1 = first.story
+    assert s1.index("[59]") < s1.index("Story summary:") < s1.index("Line 1:") < s1.index("> You try 60.")
+    # Next turn the recall ranks other units first: the shown ones are held, the best new one added after the input.
+    second, r2 = _turn(62, [7, 3, 1, 2, 4], held=r1["held"])
+    assert r2["held"]["held"] and r2["held"]["anchor"] == 59
+    assert sorted(tuple(u) for u in r2["held"]["units"]) == [("line", i) for i in (1, 2, 3, 4)]
+    s2 = second.story
+    # The newest node, the summary and the memories read last turn come again as the same text, followed by
+    # the nodes played since (the history's start may differ: a floor step, which the narrator's chunk reuse moves).
+    held = s1[s1.index("[59]"):s1.index("> You try 60.")]
+    assert held.count("Line ") == 4 and (held + "[60]") in s2
+    assert s2.startswith(s1[:s1.index("[59]")]) or r1["history"]["floor_depth"] != r2["history"]["floor_depth"]
+    assert s2.index("[61]") < s2.index("> You try 62.") < s2.index("Line 7:")
+    names = [s["name"] for s in r2["sections"]]
+    assert names.index("history") < names.index("memories") < names.index("history_recent") < names.index("input") \
+        < names.index("memories_new")
+    assert {u["id"] for u in r2["memories"]["used"]} == {1, 2, 3, 4, 7}
+    assert r2["history"]["recent"] == 2
+    # The budget stays exact with the history in two parts.
+    assert r2["tokens"]["total"] <= r2["tokens"]["budget"]
+
+
+def test_held_memories_are_chosen_afresh_when_the_summary_changes_or_the_hold_runs_out():
+    _, r1 = _turn(60, [1, 2, 3])
+    _, changed = _turn(62, [5, 1], held=r1["held"], summary="Oswin left.", summary_id=2)
+    assert not changed["held"]["held"] and changed["held"]["anchor"] == 61
+    assert [tuple(u) for u in changed["held"]["units"]] == [("line", 5), ("line", 1)]
+    _, old = _turn(60 + 2 * DEFAULT.recall_hold, [5, 1], held=r1["held"])
+    assert not old["held"]["held"]
+    _, kept = _turn(62, [5, 1, 2, 3], held=r1["held"])
+    assert kept["held"]["held"]
+    _, off = _turn(62, [5, 1, 2, 3], held=r1["held"], recall_hold=0)
+    assert not off["held"]["held"] and [tuple(u) for u in off["held"]["units"]][0] == ("line", 5)
+    # A held unit no longer offered: chosen afresh.
+    _, gone = _turn(62, [5, 2, 3], held=r1["held"])
+    assert not gone["held"]["held"]

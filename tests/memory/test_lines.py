@@ -58,8 +58,7 @@ def _campaign(tmp_path, replies, budget=1024):
 
 
 def _memories(report) -> str:
-    section = Report(report).section("memories")
-    return section.text if section is not None else ""
+    return Report(report).memories_text
 
 
 def test_a_line_that_left_the_window_is_recalled_and_one_inside_it_is_not(tmp_path):
@@ -70,7 +69,7 @@ def test_a_line_that_left_the_window_is_recalled_and_one_inside_it_is_not(tmp_pa
     for i in range(24):
         camp.act(f"walk on along the lane past milestone {i}")
     report = camp.context("I walk down to the ferry at Ashwater and look for the ferryman")
-    history = Report(report).section("history").text
+    history = Report(report).history_text
     assert "Pell" not in history  # it has left the window
     assert "one-eyed man called Pell" in _memories(report)
     lines = [u for u in report["memories"]["used"] if u["unit"] == "line"]

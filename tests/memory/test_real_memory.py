@@ -58,11 +58,10 @@ def test_a_clue_the_reader_planted_comes_back_once_it_left_a_small_window(tmp_pa
                     if attempt == 2:
                         raise
         report = Report(camp.context("I think about where I hid the brass key"))
-        history = report.section("history").text.lower()
+        history = report.history_text.lower()
         lines = [next(more, None)]
         if "ninth stair" not in history or lines[0] is None:
             break
     assert "ninth stair" not in history  # the planted turn has left the window
-    memories = report.section("memories")
-    assert memories is not None and "ninth stair" in memories.text.lower()
+    assert "ninth stair" in report.memories_text.lower()
     assert report["tokens"]["history_spent"] > 200  # and the story was not crowded out to make room for it

@@ -60,7 +60,12 @@ def test_history_is_stored_as_a_node_range_not_as_text(long_play):
     histories = [x for r in stored for x in r["sections"] if x["name"] == "history"]
     assert all(r["version"] == record.RECORD_VERSION for r in stored)
     assert histories and all("nodes" in h and "text" not in h and "text#" not in h for h in histories)
-    assert sum("note_at" in h for h in histories) > 0.9 * len(histories)  # the author's note was found
+    # The newest nodes after the held memories are a node range too.
+    recent = [x for r in stored for x in r["sections"] if x["name"] == "history_recent"]
+    assert recent and all("nodes" in h and "text" not in h and "text#" not in h for h in recent)
+    # The author's note was found, in the history or among the newest nodes after the held memories.
+    noted = [any("note_at" in x for x in r["sections"] if x["name"] in ("history", "history_recent")) for r in stored]
+    assert sum(noted) > 0.9 * len(histories)
     # Nothing long is kept inline: every text a report carries is a reference.
     # (Up to 8 recalled played lines ride beside the memories, ~120 bytes of
     # scores and depths each: 10.3 KB at most over 120 turns of this play.)
@@ -109,3 +114,19 @@ def test_records_show_the_record_columns_for_played_and_all_takes(long_play):
     narrated = played.dropna(subset=["record_version"])
     assert (narrated["record_version"] == record.RECORD_VERSION).all()
     assert (narrated["history_last"] < narrated["depth"]).all()
+
+
+def test_a_held_prompt_repeats_the_memories_and_summary_it_was_given(long_play):
+    """Played turns hold their memories in place: the next prompt shows the
+    same summary and memories sections at the same anchor, until the hold
+    ends or the summary changes."""
+    wb, camp, narrator = long_play
+    reports = [camp.turn(node_id).report for node_id in _takes(wb, camp)]
+    pairs = [(a, b) for a, b in zip(reports, reports[1:], strict=False)
+             if b["held"]["held"] and a["held"]["anchor"] == b["held"]["anchor"]]
+    assert len(pairs) > 50
+    for a, b in pairs:
+        for name in ("story_summary", "memories"):
+            before, after = a.section(name), b.section(name)
+            assert (before is None) == (after is None) and (before is None or before.text == after.text)
+    assert sum(r["held"]["held"] for r in reports) < len(reports)  # and chosen afresh from time to time
