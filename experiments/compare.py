@@ -255,6 +255,12 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
     # Like for like: both in the server's tokens (new content is counted in ours).
     table["processed_over_new"] = table["processed_tokens"] / table["new_server_tokens"]
     table["worst_turn_over_new"] = g["turn_over_new"].max()
+    if "reply_input_server_tokens" in m:
+        # What the embedded narrator read over the previous reply and the input alone (no sections).
+        m["reply_input_server_tokens"] = pd.to_numeric(m["reply_input_server_tokens"], errors="coerce")
+        turn = m["processed_tokens"] / m["reply_input_server_tokens"].where(m["reply_input_server_tokens"] > 0)
+        table["processed_over_reply_input"] = g["processed_tokens"].sum() / g["reply_input_server_tokens"].sum()
+        table["turn_over_reply_input_median"] = turn.groupby(m["cell"], sort=False).median()
     table["turns_over_ceiling"] = g["turn_over_new"].apply(lambda s: int((s > TURN_CEILING).sum()))
     for column in ("ttft_ms", "total_ms"):
         table[f"{column}_median"] = g[column].median()

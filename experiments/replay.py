@@ -35,11 +35,13 @@ BRIEF_FIELDS = ("title", "premise", "protagonist", "ai_instructions", "authors_n
 # Settings that belong to the machine or the narrator choice, never copied from another file.
 LOCAL_SETTINGS = ("narrator", "embedder")
 SECTIONS = ("tok_system", "tok_knowledge", "tok_history", "tok_summary", "tok_memories", "tok_state", "tok_hints")
-# What changes from one turn to the next sits after the history: the input and these.
+# What changes from one turn to the next sits after the history: the input and these. The summary and
+# memories a prompt held in place from the one before (its report's "held") are not new: `held_tokens`.
 TAIL_SECTIONS = ("tok_summary", "tok_knowledge", "tok_memories", "tok_state", "tok_hints")
 FACT_COLUMNS = [
     "turn", "node_id", "mode", "input", "text", "recorded", "words", "reply_tokens", *SECTIONS,
     "estimate_tokens", "prompt_tokens", "processed_tokens", "cached_tokens", "new_tokens", "new_server_tokens",
+    "held_tokens", "reply_input_tokens", "reply_input_server_tokens",
     "prompt_ms",
     "generation_ms", "ttft_ms", "total_ms", "leaks", "events_accepted", "events_refused", "memories_recalled",
     "knowledge_admitted", "accounting", "floor_depth", "history_included", "refusals", "refusal",
@@ -152,6 +154,8 @@ def _report_facts(turn) -> dict:
         "events_accepted": narrative.accepted, "events_refused": len(narrative.rejected),
         "memories_recalled": len(report.used("memories")),
         "knowledge_admitted": len(report.used("knowledge")),
+        "held_tokens": sum(s.tokens for s in report.sections if s.name in ("story_summary", "memories"))
+        if (report.get("held") or {}).get("held") else 0,
     }
 
 
@@ -172,13 +176,15 @@ def facts(camp: Campaign, *, recorded: int = 0, ttft: dict | None = None) -> pd.
                      "leaks": count_leaks([(row["node_id"], row["text"])])["leaking"], "refusals": 0, "refusal": ""})
     frame = pd.DataFrame(rows, columns=FACT_COLUMNS)
     # New content a server must read whatever it caches: the last reply, this input and the volatile tail.
-    frame["new_tokens"] = (frame["reply_tokens"].shift(1).fillna(0) + _input_tokens(frame)
-                           + frame[list(TAIL_SECTIONS)].fillna(0).sum(axis=1)).astype(int)
+    frame["reply_input_tokens"] = (frame["reply_tokens"].shift(1).fillna(0) + _input_tokens(frame)).astype(int)
+    frame["new_tokens"] = (frame["reply_input_tokens"] + frame[list(TAIL_SECTIONS)].fillna(0).sum(axis=1)
+                           - frame["held_tokens"].fillna(0)).astype(int)
     frame["new_server_tokens"] = _in_server_tokens(frame)
+    frame["reply_input_server_tokens"] = _in_server_tokens(frame, "reply_input_tokens")
     return frame
 
 
-def _in_server_tokens(frame: pd.DataFrame) -> pd.Series:
+def _in_server_tokens(frame: pd.DataFrame, column: str = "new_tokens") -> pd.Series:
     """New content in the server's own tokens, so it can be set against what the
     server processed: our count is cl100k, and a small model's tokenizer splits
     the same text into more pieces (SmolLM2 about 1.2x here). Scaled by each
@@ -186,7 +192,7 @@ def _in_server_tokens(frame: pd.DataFrame) -> pd.Series:
     prompt = pd.to_numeric(frame["prompt_tokens"], errors="coerce")
     estimate = pd.to_numeric(frame["estimate_tokens"], errors="coerce")
     ratio = (prompt / estimate).where(estimate > 0)
-    return (frame["new_tokens"] * ratio).round()
+    return (frame[column] * ratio).round()
 
 
 def _input_tokens(frame: pd.DataFrame) -> pd.Series:
