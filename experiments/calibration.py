@@ -24,15 +24,16 @@ def embedder_for(backend: str, model: str = "", endpoint: str = ""):
         from .retrieval_eval import CachedEmbedder
 
         return CachedEmbedder(embedders.MPNetEmbedder())
-    if backend == "embeddinggemma":
+    if backend in ("embeddinggemma", "embeddinggemma-int8"):
         from .retrieval_eval import CachedEmbedder
 
-        return CachedEmbedder(embedders.EmbeddingGemmaEmbedder())
+        return CachedEmbedder(embedders.EmbeddingGemmaEmbedder(int8=backend.endswith("int8")))
     if backend == "gguf":
         return embedders.LlamaEmbedder(model or None)
     if backend == "endpoint":
         return embedders.OpenAIEmbedder(endpoint, model)
-    raise ValueError(f"backend must be 'minilm', 'mpnet', 'embeddinggemma', 'gguf' or 'endpoint', not {backend!r}")
+    raise ValueError("backend must be 'minilm', 'mpnet', 'embeddinggemma', 'embeddinggemma-int8', 'gguf' or "
+                     f"'endpoint', not {backend!r}")
 
 
 def populations(calibration):

@@ -269,10 +269,11 @@ class CachedEmbedder:
 
 # ---------------------------------------------------------------- library
 def open_library(path: str | Path, labels: Labels, *, embedder: str = "local", progress: bool = True,
-                 in_play: bool = False, second_stage: str = "auto"):
+                 in_play: bool = False, second_stage: str = "auto", relevance_model: str = ""):
     """A fresh workbench file holding one campaign whose library is the
     labels' documents, imported and embedded the way a reader would.
 
+    `relevance_model`: the second stage's model ("" = the setting's default).
     `in_play`: the campaign's story is the labels' `story` (imported as an AI
     Dungeon adventure, the way a reader brings a story in), so every scene
     asked of it comes after those turns, as the newest input of a turn."""
@@ -282,6 +283,8 @@ def open_library(path: str | Path, labels: Labels, *, embedder: str = "local", p
         stale.unlink(missing_ok=True)
     wb = Workbench.open(path, background=False)
     wb.configure(narrator="local", embedder=embedder, second_stage=second_stage)
+    if relevance_model:  # "" follows what is installed, as a reader's workbench does
+        wb.configure(relevance_model=relevance_model)
     if embedder == "local":  # the same MiniLM, its passage vectors read from the on-disk cache
 
         wb.configure(embedder=CachedEmbedder(MiniLMEmbedder()))

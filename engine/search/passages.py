@@ -281,9 +281,8 @@ def _second(session, db: Database, campaign_id: int, found: Found, parts: list[s
     tuning = found.tuning
     if getattr(stage, "needs_vectors", False) and tuning.scan_candidates and parts:
         try:
-            query = stage.query(parts[:tuning.stage_parts])
-            found.scan = stage.scan(session, db, campaign_id, found.library.live, query, tuning.scan_candidates,
-                                    frozenset(exclude))
+            found.scan, query = stage.scan(session, db, campaign_id, found.library.live, parts[:tuning.stage_parts],
+                                           tuning.scan_candidates, frozenset(exclude))
         except Exception:  # rescore below meets the same failure and says it in the report
             query, found.scan = None, []
     candidates = found.candidates(tuning.stage_candidates)

@@ -99,8 +99,9 @@ def evidence_feature(evidence: float, required: float) -> float:
 # cap 3. A first fit on three documents (without the rules reference) had
 # given bias -4.978, mpnet 9.197, MiniLM 1.985, evidence 4.084, floor 0.731;
 # with the rules reference the lexical evidence weighs about half as much.
-# MiniLM then EmbeddingGemma-300M (its prompts; the default relevance model
-# where installed): fitted the same way on the same tuning half, its scenes
+# MiniLM then EmbeddingGemma-300M at full precision (its prompts; the
+# relevance model with relevance_model="embeddinggemma"): fitted the same
+# way on the same tuning half, its scenes
 # embedded through the query prompt as a turn embeds them (4 December,
 # evidence/retrieval_eval.json, fusion_coefficients / chosen_on_tuning): floor
 # 0.8, cut 0.9, cap 3 over each path's best 10, 53 of 93 tuning scenes at
@@ -111,6 +112,12 @@ def evidence_feature(evidence: float, required: float) -> float:
 # held-out figures of both are in the evidence. A first fit had embedded the
 # tuning scenes with the document prompt, so its floor (0.772) did not hold
 # for the vectors a turn makes: 43 of 91 held-out scenes.
+# MiniLM then the int8 copy (the default relevance model where make setup
+# made it) has none: on its tuning half its plain cosine at its calibrated
+# floor (0.40) with its own scan of the library found 55 scenes with no
+# everyday scene admitting, the fused model at most 54 (Tuning's
+# scan_candidates, second_cap, second_cut; held out 53 of 91, 46 % precise,
+# 1 of 41 everyday, evidence/retrieval_eval.json).
 FUSIONS: dict[tuple[str, str], Fusion] = {
     ("sentence-transformers/all-MiniLM-L6-v2", "sentence-transformers/all-mpnet-base-v2"):
         Fusion(bias=-5.249, second=10.799, cosine=2.059, evidence=2.332, floor=0.814, cut=0.9, cap=3),
@@ -162,18 +169,20 @@ class VectorStage:
         retrieval time (see engine.vectors)."""
         return unit(QUERIES.embed(self.embedder, list(parts)))
 
-    def scan(self, session, db, campaign_id: int, live_sources, query: np.ndarray, k: int,
-             exclude=frozenset()) -> list[int]:
-        """The second model's own best `k` passages of the whole live library
-        for the scene's `query` vectors (a third candidate path), or [] while
-        its vectors are incomplete."""
+    def scan(self, session, db, campaign_id: int, live_sources, parts: Sequence[str], k: int,
+             exclude=frozenset()) -> tuple[list[int], np.ndarray | None]:
+        """(the second model's own best `k` passages of the whole live library
+        for the scene's query `parts`, a third candidate path; the parts'
+        vectors), or ([], None) while its vectors are incomplete: the query is
+        embedded only for a library the model can scan."""
         held = stage_vectors.library_matrix(session, db, campaign_id, self.model_id, live_sources)
         if held is None or k <= 0:
-            return []
+            return [], None
+        query = self.query(parts)
         ids, matrix = held
         scores = np.max(np.einsum("ij,kj->ik", matrix, query), axis=1)
         top = np.argsort(-scores, kind="stable")[:k + len(exclude)]
-        return [int(ids[i]) for i in top if int(ids[i]) not in exclude][:k]
+        return [int(ids[i]) for i in top if int(ids[i]) not in exclude][:k], query
 
     def score(self, session, parts: Sequence[str], candidates: Sequence[tuple[int, str, str]], out: Rescored,
               query: np.ndarray | None = None) -> None:
@@ -275,7 +284,8 @@ def _build(kind: str, url: str, model: str, background: bool):
     from ..providers import embedders
 
     if kind == "embedded":
-        local = {"embeddinggemma": embedders.EmbeddingGemmaEmbedder, "mpnet": embedders.MPNetEmbedder}[model]
+        local = {"embeddinggemma": embedders.EmbeddingGemmaEmbedder, "mpnet": embedders.MPNetEmbedder,
+                 "embeddinggemma-int8": lambda: embedders.EmbeddingGemmaEmbedder(int8=True)}[model]
         return VectorStage(local(), background=background)
     if kind == "endpoint":
         return VectorStage(embedders.OpenAIEmbedder(url, model), background=background)

@@ -115,17 +115,19 @@ class Tuning:
     # more query to embed inside a turn's 150 ms. A cost bound, not an optimum.
     stage_parts: int = 2
     # The second model's own best of the whole live library as a third path
-    # (read once its vectors cover the library); 0 is off. Measured: with
-    # all-mpnet-base-v2 it added a relevant candidate for 1 of 54 tuning
-    # scenes; with EmbeddingGemma-300M's fused score (retrieval_eval, tuning
-    # half, 93 targeted and 41 everyday scenes, 4,096) each path's best 10
-    # with or without its own best 10 found the same 53 scenes, without it at
-    # 46 % precision against 45 %.
-    scan_candidates: int = 0
+    # (read once its vectors cover the library); 0 is off. Chosen with the
+    # default relevance model, EmbeddingGemma-300M's int8 copy, on its plain
+    # score (retrieval_eval, tuning half, 93 targeted and 41 everyday scenes,
+    # 4,096, cap 3, cut 0.8): each path's best 10 and its own best 10 found 55
+    # scenes with no everyday scene admitting, each path's best 10 alone 53,
+    # 40 alone 54. With all-mpnet-base-v2 it had added a relevant candidate
+    # for 1 of 54 tuning scenes; with fp32 Gemma's fused score it found the
+    # same 53 scenes as without (45 % precise against 46 %).
+    scan_candidates: int = 10
     # At most this many passages admitted on the second model's plain score
-    # (a fused model carries its own cap); 0: no cap, as before the plain
-    # score was swept against the fused one.
-    second_cap: int = 0
+    # (a fused model carries its own cap). Same sweep: cap 3 found 55 scenes
+    # at 45 % precision, cap 2 53 at 46 %, cap 1 47 at 56 %, cap 4 55 at 44 %.
+    second_cap: int = 3
 
     # ------------------------------------------------ knowledge: budget
     # Retrieved passages take at most this share of the elastic budget (a third

@@ -33,7 +33,8 @@ def test_a_configuration_id_keeps_its_colons():
 
 def test_every_entry_carries_its_measurement():
     data = json.loads(CALIBRATION_FILE.read_text())
-    assert set(registry()) == {"nomic-embed-text", MINILM_ID.lower(), MPNET_ID.lower(), "google/embeddinggemma-300m"}
+    assert set(registry()) == {"nomic-embed-text", MINILM_ID.lower(), MPNET_ID.lower(), "google/embeddinggemma-300m",
+                               "google/embeddinggemma-300m-int8"}
     assert calibrated_models() == sorted(registry())
     for key, entry in data["models"].items():
         assert 0 < entry["floor"] < 1, key

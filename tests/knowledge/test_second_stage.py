@@ -202,11 +202,13 @@ def test_rerank_answers_are_read_by_index_or_refused():
 
 def test_settings_choose_the_backend():
     from engine.providers.embedders import GEMMA_ID
-    from engine.providers.embeddinggemma import installed
+    from engine.providers.embeddinggemma import installed, int8_ready
 
     assert isinstance(stage_for(Settings(), MINILM_ID), VectorStage)
-    # the relevance model follows what is installed: EmbeddingGemma where make setup put it, else mpnet
-    assert stage_for(Settings(), MINILM_ID).model_id == (GEMMA_ID if installed() else MPNET_ID)
+    # the relevance model follows what is installed: EmbeddingGemma where make setup put it (its int8
+    # copy where that was made too), else mpnet
+    expected = f"{GEMMA_ID}-int8" if int8_ready() else GEMMA_ID if installed() else MPNET_ID
+    assert stage_for(Settings(), MINILM_ID).model_id == expected
     assert stage_for(Settings(relevance_model="mpnet"), MINILM_ID).model_id == MPNET_ID
     assert stage_for(Settings(relevance_model="minilm"), MINILM_ID) is None  # the first stage's own model adds nothing
     assert stage_for(Settings(), "test-topic-embedder") is None  # auto: only behind the embedded MiniLM

@@ -184,6 +184,10 @@ def test_the_relevance_model_setting_follows_what_is_installed(tmp_path, monkeyp
     [problem] = Settings(relevance_model="embeddinggemma").problems()
     assert "relevance_model 'embeddinggemma' is not installed here" in problem and "GEMMA=0" in problem
     assert Settings(relevance_model="minilm").problems() == []
-    assert "must be 'embeddinggemma' or 'mpnet' or 'minilm'" in Settings(relevance_model="bert").problems()[0]
+    assert "must be 'embeddinggemma' or 'embeddinggemma-int8' or 'mpnet' or 'minilm'" in \
+        Settings(relevance_model="bert").problems()[0]
+    assert "'embeddinggemma-int8' is not installed here" in Settings(relevance_model="embeddinggemma-int8").problems()[0]
     monkeypatch.setattr(gemma, "installed", lambda root=None: True)
     assert Settings().relevance_model == "embeddinggemma" and Settings(relevance_model="embeddinggemma").problems() == []
+    monkeypatch.setattr(gemma, "exported", lambda folder, digest, int8=False: True)  # and its int8 copy made
+    assert Settings().relevance_model == "embeddinggemma-int8" and Settings().follows("relevance_model")

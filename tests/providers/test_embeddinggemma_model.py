@@ -5,6 +5,7 @@ import pytest
 
 from engine.providers import embeddinggemma as gemma
 from engine.providers.mpnet import cache_root
+from engine.search.calibration import calibration_key
 
 PASSAGES = ["The Old Abbey\nThe abbey bell rings at dawn over the sleeping monks.",
             "Harbour notices\nTide tables for the harbour in March."]
@@ -44,12 +45,14 @@ def test_documents_and_queries_get_the_models_own_prompts():
     if gemma.exported(EmbeddingGemmaEmbedder._export_dir(), gemma.weights_sha256(), int8=True):
         small = EmbeddingGemmaEmbedder(int8=True)  # its own vectors, near fp32's, under its own id
         near, asked = small.embed(PASSAGES), small.embed_query([SCENE])
-        assert small.model_id == f"{GEMMA_ID}:int8" and small.query_backend == "onnxruntime int8"
+        assert small.model_id == f"{GEMMA_ID}-int8" and small.query_backend == "onnxruntime int8"
         assert (near * documents).sum(1).min() > 0.9 and float(asked[0] @ query[0]) > 0.9
         assert (near @ asked[0])[0] > (near @ asked[0])[1] + 0.1
 
     short = EmbeddingGemmaEmbedder(dims=256)
     kept = short.embed(PASSAGES)
-    assert short.model_id == f"{GEMMA_ID}:256" and kept.shape == (2, 256)
+    assert short.model_id == f"{GEMMA_ID}-256d" and kept.shape == (2, 256)
+    # a variant never reads the full model's floor: each needs its own measurement
+    assert len({calibration_key(m) for m in (GEMMA_ID, f"{GEMMA_ID}-int8", short.model_id)}) == 3
     assert np.allclose(np.linalg.norm(kept, axis=1), 1.0, atol=1e-5)
     assert np.allclose(kept, documents[:, :256] / np.linalg.norm(documents[:, :256], axis=1, keepdims=True), atol=1e-5)
