@@ -237,7 +237,7 @@ class Settings:
     relevance_model: str = setting(None, "Relevance model", "The offline model that judges what is relevant. "
                                    "EmbeddingGemma-300M is Google's, under the Gemma Terms of Use; until you set "
                                    "one it is used wherever it is installed (its int8 copy where made), else mpnet.", choices=RELEVANCE_MODELS,
-                                   follows=_relevance_default)
+                                   follows=_relevance_default, panel=True)
     # History block trim: one step gives up 1/trim_fraction of the window (see
     # engine/context/history.py); 0 turns it off and the window slides by one node.
     trim_fraction: int = setting(4, "History trim (1/N)", "When the story outgrows the budget, the oldest "

@@ -37,6 +37,19 @@ def test_settings_offer_what_a_player_changes_and_apply_them(app, wb):
     assert "Saved:" in settings.message.value
 
 
+def test_the_relevance_model_is_offered_and_keeps_following_until_chosen(app, wb):
+    settings = panel(app, "Settings")
+    c = settings.controls
+    assert c["relevance_model"].value == wb.settings.relevance_model  # what is installed here
+    assert {"mpnet", "minilm"} <= {value for _, value in c["relevance_model"].options}
+    c["temperature"].value = 0.6
+    settings.apply.click()  # another setting saved: the relevance model still follows what is installed
+    assert wb.settings.follows("relevance_model")
+    c["relevance_model"].value = "minilm"
+    settings.apply.click()
+    assert wb.settings.relevance_model == "minilm" and not wb.settings.follows("relevance_model")
+
+
 def test_endpoint_fields_show_only_for_a_server(app):
     c = panel(app, "Settings").controls
     assert c["endpoint_url"].layout.display == "none" and c["model"].layout.display == "none"
