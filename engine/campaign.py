@@ -198,13 +198,15 @@ class Campaign:
         """Another take of the newest narration; the old take is kept."""
         return self._play(TurnRequest("retry"), on_text, on_reasoning, on_status)
 
-    def context(self, text: str | None = None, *, mode: str | None = None):
+    def context(self, text: str | None = None, *, mode: str | None = None, held: dict | None = None):
         """Dry run: the report the next turn would be built with (an `act` of
         `text` if given, else a continue; `mode="story"` for Story mode). Calls
-        no model and loads none."""
+        no model and loads none. `held`: the summary and memories an earlier
+        prompt held (its report's "held"), in place of the newest turn's, to
+        see the prompt that would follow that one."""
         request = TurnRequest({"do": "act"}.get(mode, mode) or ("act" if text else "continue"), text or "")
         return dry_run(self._db, self.id, self.services.narrator(), self.services.settings(), request,
-                       self.services.embedder()).report
+                       self.services.embedder(), held=held).report
 
     # ------------------------------------------------------------ narrative state
     def correct(self, events, note: str = "") -> Correction:

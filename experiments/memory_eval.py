@@ -485,19 +485,24 @@ def _dated(question: Question) -> bool:
 
 
 def probe(played: Played, tuning=None, window: int = WINDOW, keys: Sequence[str] | None = None,
-          baselines: bool = True) -> pd.DataFrame:
+          baselines: bool = True, chained: bool = False) -> pd.DataFrame:
     """One row per question: where its evidence stands against the history
     window, whether the project's prompt holds the answer (and from which
-    unit), and whether each baseline's lines at the same token share do."""
+    unit), and whether each baseline's lines at the same token share do.
+    `chained`: each question is asked as the turn after the one before,
+    its prompt holding the summary and memories that one's prompt chose
+    (the story does not move between questions, so only a rewritten
+    summary, a unit gone or a best unit that does not fit renews them)."""
     wb, camp, talk = played.wb, played.camp, played.talk
     wb.configure(context_budget=window, n_ctx=max(window, 4096), tuning=tuning or DEFAULT)
     by_id = {lid: (speaker, text) for lid, speaker, text in talk.lines}
-    rows, vectors = [], {}
+    rows, vectors, held = [], {}, {}
     for index, q in enumerate(talk.questions):
         if keys is not None and q.key not in keys:
             continue
         depths = [played.depth_of[e] for e in q.evidence if e in played.depth_of]
-        report = Report(camp.context(q.question, mode="story"))
+        report = Report(camp.context(q.question, mode="story", held=held if chained else None))
+        held = dict(report.get("held") or {})
         history_text = report.history_text
         oldest = report["history"]["total"] - report["history"]["included"]
         evidence = [_line_text(*by_id[e]) for e in q.evidence if e in by_id]

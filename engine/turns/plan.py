@@ -150,8 +150,9 @@ def _gather(session, campaign_id: int, path, settings: Settings, embedder, pendi
 
 
 def plan_turn(db: Database, campaign_id: int, request: TurnRequest, settings: Settings, window: Window,
-              embedder=None, opens: bool = False) -> Plan:
-    """`opens`: the narrator can write on from an opening (`continues_opening`)."""
+              embedder=None, opens: bool = False, held: dict | None = None) -> Plan:
+    """`opens`: the narrator can write on from an opening (`continues_opening`).
+    `held`: the held memories to build on, in place of the newest turn record's."""
     with db.reading() as session:
         campaign = session.get(CampaignRow, campaign_id)
         tree = StoryTree(session, campaign)
@@ -181,7 +182,7 @@ def plan_turn(db: Database, campaign_id: int, request: TurnRequest, settings: Se
         before = tree.node_at(end, path) if end >= 0 else None
         state = dict((extended or before).state_after or {}) if (extended or before) is not None else {}
         recent = memory.bank.recent_story(session, path, recent_texts(settings))
-        held = _held(session, path, end)
+        held = _held(session, path, end) if held is None else held
         gathered, memory_ids = _gather(session, campaign_id, path, settings, embedder, text, recent, held)
         protocol = {"state_text": narrative.render_state(state), "emit_rule": narrative.emit_rule(window.tokens),
                     "reminder": narrative.EMIT_REMINDER} if settings.state_protocol else {}

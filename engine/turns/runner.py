@@ -139,11 +139,11 @@ def _capped(reasoning: str, budget: int) -> str:
 
 
 def dry_run(db: Database, campaign_id: int, narrator: Narrator, settings: Settings, request: TurnRequest,
-            embedder=None):
+            embedder=None, held: dict | None = None):
     """The context the next turn would be given, with no model call and no model load."""
     peek = getattr(narrator, "peek_window", None)
     window = peek() if peek else narrator.context_window()
-    return plan_turn(db, campaign_id, request, settings, window, embedder, _opens(narrator)).built
+    return plan_turn(db, campaign_id, request, settings, window, embedder, _opens(narrator), held=held).built
 
 
 def run_turn(

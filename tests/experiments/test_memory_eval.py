@@ -75,6 +75,10 @@ def test_a_played_conversation_is_answered_from_lines_that_left_the_window(tmp_p
     assert frame[frame.kind == "unanswerable"].invented.sum() == 0
     quality = ev.memory_quality([played])
     assert quality.loc[0, "copied_share"] <= 0.10
+    # Asked one after another, each prompt holding the memories of the one before: most answers still there.
+    chained = ev.probe(played, window=2048, baselines=False, chained=True)
+    held = chained[(chained.kind != "unanswerable") & chained.left_window]
+    assert held.project.mean() >= 0.6
 
 
 @pytest.mark.realmodel

@@ -138,3 +138,25 @@ def test_an_earlier_summary_is_recalled_and_goes_with_its_lineage(tmp_path):
     after = camp.context(asked)
     assert "cracked opal brooch" not in _memories(after)
     assert not [u for u in after["memories"]["used"] if u["unit"] == "summary"]
+
+
+def test_the_next_prompt_holds_the_memories_the_one_before_showed(tmp_path):
+    """Played turns keep the recalled units in place; a dry run can be asked
+    to follow any earlier prompt's (camp.context(held=...))."""
+    wb, camp = _campaign(tmp_path, [PLANTED] + FILLER * 6)
+    for i in range(24):
+        camp.act(f"walk on along the lane past milestone {i}")
+    played = Report(camp.turn(camp.history()[-1].id).report)
+    following = Report(camp.context("walk on along the lane past the mill"))
+    # The newest turn's memories come again unchanged unless they had to be chosen afresh.
+    if following["held"]["held"]:
+        assert following.section("memories").text == played.section("memories").text
+        assert following["held"]["anchor"] == played["held"]["anchor"]
+    else:
+        assert following["held"]["why"]
+    asked = "I walk down to the ferry at Ashwater and look for the ferryman"
+    first = Report(camp.context(asked, held={}))
+    assert not first["held"]["held"] and first["held"]["why"] == "nothing held before"
+    again = Report(camp.context(asked, held=first["held"]))
+    assert again["held"]["held"] and again.section("memories").text == first.section("memories").text
+    assert "one-eyed man called Pell" in again.memories_text
