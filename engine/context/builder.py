@@ -190,7 +190,7 @@ def _held(inputs: Inputs, tuning, window_start: int | None, newest: int | None) 
     tuning's `recall_hold` is 0, or their anchor is that many turns old, or
     the summary changed, or a unit is no longer offered or its story is back
     inside the window."""
-    held, hold = inputs.held or {}, getattr(tuning, "recall_hold", 0)
+    held, hold = inputs.held or {}, tuning.recall_hold
     anchor = held.get("anchor")
     if not hold:
         return None, "no hold"
@@ -239,7 +239,7 @@ def _live_sections(inputs: Inputs, room: int, tuning, top_k: int = 5, window_sta
     if summary:
         full, limit = f"Story summary:\n{summary}", int(room * tuning.summary_share) - 1
         # Held, the summary keeps last prompt's cut while it fits: the room moves with the input's length.
-        chars = (inputs.held or {}).get("summary_chars") if getattr(tuning, "recall_hold", 0) else None
+        chars = (inputs.held or {}).get("summary_chars") if tuning.recall_hold else None
         same = (inputs.held or {}).get("summary") == inputs.summary_info.get("id")
         if same and isinstance(chars, int) and 0 < chars <= len(full) and tokens.count(full[:chars]) <= limit:
             text = full[:chars]
@@ -251,7 +251,7 @@ def _live_sections(inputs: Inputs, room: int, tuning, top_k: int = 5, window_sta
             room -= tokens.count(text) + 1
         else:
             dropped.append({"section": "story_summary", "tokens": tokens.count(summary)})
-    hold = getattr(tuning, "recall_hold", 0)
+    hold = tuning.recall_hold
     held, why = _held(inputs, tuning, window_start, newest)
     shown_summary = next((t for n, t, _ in out if n == "story_summary"), "")
     if held is not None and len(shown_summary) != (inputs.held or {}).get("summary_chars", 0):
@@ -268,7 +268,7 @@ def _live_sections(inputs: Inputs, room: int, tuning, top_k: int = 5, window_sta
     shown, spent = {_unit_key(m) for m in block}, _lines_cost(block, MEMORY_HEADER)
     fresh, fresh_spent, unfit = [], tokens.count(FRESH_HEADER) + 1, 0
     for memory in inputs.memories if hold else ():
-        if len(fresh) + unfit >= getattr(tuning, "recall_fresh", 0):
+        if len(fresh) + unfit >= tuning.recall_fresh:
             break
         if _unit_key(memory) in shown or _inside(memory, window_start):
             continue
@@ -307,7 +307,7 @@ def _pack(memories: Sequence[dict], room: int, top_k: int, tuning, window_start:
     `top_k` memories and `tuning.recall_lines` other units, none whose
     story the window still holds; and how many did not fit."""
     kept, spent = [], tokens.count(MEMORY_HEADER) + 1
-    room_left = {"memory": max(1, top_k), "other": getattr(tuning, "recall_lines", 0)}
+    room_left = {"memory": max(1, top_k), "other": tuning.recall_lines}
     unfit = 0
     for memory in memories:
         kind = "memory" if memory.get("unit", "memory") == "memory" else "other"

@@ -493,15 +493,10 @@ def load_onnx(folder: Path, weights_digest: str, threads: int = 1, int8: bool = 
         log.info("No checked %s of EmbeddingGemma-300M in %s (python -m engine.providers.embeddinggemma makes one).",
                  target.name, folder)
         return None
-    try:
-        from .onnx_query import _session
+    from .onnx_query import open_session
 
-        return _session(target, threads)
-    except ImportError:
-        log.info("onnxruntime is not installed: EmbeddingGemma runs through PyTorch only.")
-    except Exception as exc:  # onnxruntime raises its own classes for a file it cannot read
-        log.warning("ONNX Runtime could not load %s (%s).", target, exc)
-    return None
+    return open_session(target, threads, "EmbeddingGemma runs through PyTorch" if not int8 else
+                        "the int8 copy cannot run here")
 
 
 if __name__ == "__main__":  # make setup

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import ModelMismatch
 
-__all__ = ["PROBES", "QUERY_FILE", "TOLERANCE", "encode", "export", "exported", "load"]
+__all__ = ["PROBES", "QUERY_FILE", "TOLERANCE", "encode", "export", "exported", "load", "open_session"]
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +88,19 @@ def _session(path: Path, threads: int):
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # warnings about unused initialisers are the exporter's, not the user's
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def open_session(path: Path, threads: int, fallback: str):
+    """An ONNX Runtime session over a checked file, or None with the reason
+    logged (onnxruntime missing, or a file it cannot read); `fallback` says
+    what runs instead ("queries run through PyTorch")."""
+    try:
+        return _session(path, threads)
+    except ImportError:
+        log.info("onnxruntime is not installed: %s.", fallback)
+    except Exception as exc:  # onnxruntime raises its own classes for a file it cannot read
+        log.warning("ONNX Runtime could not load %s (%s): %s.", path, exc, fallback)
+    return None
 
 
 def _largest_difference(model, session) -> float:
@@ -164,11 +177,5 @@ def load(folder: Path, weights_sha256: str, threads: int = 1):
         log.warning("The ONNX export in %s is not the one checked against these weights: queries run through "
                     "PyTorch. Delete %s and run python -m engine.providers.query_exports.", folder, target.name)
         return None
-    try:
-        return _session(target, threads)
-    except ImportError:
-        log.info("onnxruntime is not installed: queries run through PyTorch.")
-    except Exception as exc:  # onnxruntime raises its own classes for a file it cannot read
-        log.warning("ONNX Runtime could not load %s (%s): queries run through PyTorch.", target, exc)
-    return None
+    return open_session(target, threads, "queries run through PyTorch")
 

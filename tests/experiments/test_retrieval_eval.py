@@ -99,12 +99,12 @@ def test_the_notebook_runs_with_small_parameters(tmp_path):
     second = m["held_out"]["with second stage (auto) / 4096"]
     assert second["targeted"] == 2 and second["off_topic"] == 2 and 0 <= second["hit_rate"] <= 1
     assert second["second_used"] == 4 and m["held_out"]["first stage alone / 4096"]["second_used"] == 0
-    from engine.providers.embeddinggemma import installed, int8_ready
+    from engine.knowledge import stage_for
+    from engine.providers.embedders import MINILM_ID
+    from engine.settings import Settings
 
-    # the default relevance model: EmbeddingGemma's int8 copy where make setup made it, the fp32 model where
-    # only that was installed, else mpnet
-    default = "embeddinggemma-300m-int8" if int8_ready() else "embeddinggemma-300m" if installed() else "all-mpnet-base-v2"
-    assert m["second_stage_vectors"]["model"].endswith(default)
+    # the notebook runs the default relevance model (which one is tested in tests/knowledge/test_second_stage.py)
+    assert m["second_stage_vectors"]["model"] == stage_for(Settings(), MINILM_ID).model_id
     assert m["shipped_second_stage"]["per_path"] == 3 and m["chosen_on_tuning"]["per_path"] in (3, 5)
     assert set(m["targets"]) == {"4096"} and "met" in m["targets"]["4096"]
     fits = {r["target"]: r["fits_share"] for r in m["passage_sizes"]}
