@@ -261,6 +261,13 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
         turn = m["processed_tokens"] / m["reply_input_server_tokens"].where(m["reply_input_server_tokens"] > 0)
         table["processed_over_reply_input"] = g["processed_tokens"].sum() / g["reply_input_server_tokens"].sum()
         table["turn_over_reply_input_median"] = turn.groupby(m["cell"], sort=False).median()
+    if "generated_input_server_tokens" in m:
+        # Over the last reply as generated (completion tokens) and the input.
+        m["generated_input_server_tokens"] = pd.to_numeric(m["generated_input_server_tokens"], errors="coerce")
+        made = m["processed_tokens"] / m["generated_input_server_tokens"].where(m["generated_input_server_tokens"] > 0)
+        table["processed_over_generated_input"] = (g["processed_tokens"].sum()
+                                                   / g["generated_input_server_tokens"].sum(min_count=1))
+        table["turn_over_generated_input_median"] = made.groupby(m["cell"], sort=False).median()
     table["turns_over_ceiling"] = g["turn_over_new"].apply(lambda s: int((s > TURN_CEILING).sum()))
     for column in ("ttft_ms", "total_ms"):
         table[f"{column}_median"] = g[column].median()

@@ -41,7 +41,8 @@ TAIL_SECTIONS = ("tok_summary", "tok_knowledge", "tok_memories", "tok_state", "t
 FACT_COLUMNS = [
     "turn", "node_id", "mode", "input", "text", "recorded", "words", "reply_tokens", *SECTIONS,
     "estimate_tokens", "prompt_tokens", "processed_tokens", "cached_tokens", "new_tokens", "new_server_tokens",
-    "held_tokens", "reply_input_tokens", "reply_input_server_tokens",
+    "held_tokens", "reply_input_tokens", "reply_input_server_tokens", "generated_tokens",
+    "generated_input_server_tokens",
     "prompt_ms",
     "generation_ms", "ttft_ms", "total_ms", "leaks", "events_accepted", "events_refused", "memories_recalled",
     "knowledge_admitted", "accounting", "floor_depth", "history_included", "refusals", "refusal",
@@ -150,6 +151,7 @@ def _report_facts(turn) -> dict:
     return {
         "processed_tokens": usage.get("processed_tokens"), "cached_tokens": usage.get("cached_tokens"),
         "prompt_ms": usage.get("prompt_ms"), "generation_ms": usage.get("generation_ms"),
+        "generated_tokens": usage.get("completion_tokens"),
         "ttft_ms": None, "total_ms": total or None,
         "events_accepted": narrative.accepted, "events_refused": len(narrative.rejected),
         "memories_recalled": len(report.used("memories")),
@@ -181,6 +183,11 @@ def facts(camp: Campaign, *, recorded: int = 0, ttft: dict | None = None) -> pd.
                            - frame["held_tokens"].fillna(0)).astype(int)
     frame["new_server_tokens"] = _in_server_tokens(frame)
     frame["reply_input_server_tokens"] = _in_server_tokens(frame, "reply_input_tokens")
+    # The same with the last reply as the narrator wrote it (its completion tokens, already the model's
+    # count): a stored reply is shorter, cut at a sentence end and without its state block.
+    generated = pd.to_numeric(frame["generated_tokens"], errors="coerce").shift(1)
+    frame["generated_input_server_tokens"] = generated + _in_server_tokens(
+        frame.assign(input_tokens=_input_tokens(frame)), "input_tokens")
     return frame
 
 

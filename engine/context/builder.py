@@ -5,16 +5,17 @@ window, memories, knowledge and state first and passes them in; history is
 read through a `HistorySource`, newest first, only as far as it can fit.
 
 Order, for prefix caching (a server reuses the longest unchanged prefix,
-and the embedded narrator also moves cached chunks of 64 tokens or more, but
+and the embedded narrator also moves cached chunks of 32 tokens or more, but
 re-reads everything after the first token it has not seen): the static
 system block first; then the history, which only grows at its end except
-when the block floor steps. The summary and the recalled units sit inside
-the history, after the node that was newest when they were chosen (their
-anchor): while they stay the same they are part of what is reused, and a
+when the block floor steps (forward only while memories are held). The
+summary and the recalled units sit inside the history, after the node that
+was newest when they were chosen (their anchor), with the emit reminder at
+their end: while they stay the same they are part of what is reused, and a
 new choice is written after the newest node, so only it and what follows
 are read again. Then the input, knowledge by ascending authority, the units
-recalled for this turn beside the held ones, the state, and the length hint
-and reminder last.
+recalled for this turn beside the held ones, the state, the length hint
+(and the reminder, when nothing is held) and the input restated last.
 """
 from __future__ import annotations
 
@@ -162,8 +163,9 @@ def _system_sections(rules: str, brief: Brief, inputs: Inputs, budget: int) -> l
 MEMORY_HEADER = ("Memories from earlier in the story. Lines marked [inferred] are interpretation, "
                  "not established fact; do not treat them as settled:")
 # The units recalled for this turn beside the held ones (see _held), read
-# after the input: short, since it is read again every turn.
-FRESH_HEADER = "Memories from earlier in the story, for this turn:"
+# after the input: short, since the narrator reads it anew every turn (7
+# tokens; "Memories from earlier in the story, for this turn:" was 12).
+FRESH_HEADER = "Also from earlier in the story:"
 
 
 def _memory_line(memory: dict) -> str:
@@ -266,8 +268,11 @@ def _live_sections(inputs: Inputs, room: int, tuning, top_k: int = 5, window_sta
         block, block_dropped = _pack(inputs.memories, room - (int(room * tuning.fresh_share) if hold else 0),
                                      top_k, tuning, window_start)
     shown, spent = {_unit_key(m) for m in block}, _lines_cost(block, MEMORY_HEADER)
-    fresh, fresh_spent, unfit = [], tokens.count(FRESH_HEADER) + 1, 0
-    for memory in inputs.memories if hold else ():
+    fresh, fresh_spent, unfit, best_unfit = [], tokens.count(FRESH_HEADER) + 1, 0, False
+    # A Continue brings no words of the player's to recall for: the held
+    # units stand for the recent story, and a unit of its own would be read
+    # anew after the new content for nothing.
+    for memory in inputs.memories if hold and inputs.pending is not None else ():
         if len(fresh) + unfit >= tuning.recall_fresh:
             break
         if _unit_key(memory) in shown or _inside(memory, window_start):
@@ -278,9 +283,11 @@ def _live_sections(inputs: Inputs, room: int, tuning, top_k: int = 5, window_sta
             fresh_spent += cost
         else:
             unfit += 1
-    if unfit and held is not None:
+            best_unfit = best_unfit or not fresh
+    if best_unfit and held is not None:
         # This turn's best unit does not fit beside the held ones: the hold
-        # never keeps it out; everything is chosen afresh instead.
+        # never keeps it out; everything is chosen afresh instead. A later
+        # one that does not fit is only left out.
         again = _live_sections(replace(inputs, held={}), room_before, tuning, top_k, window_start, newest)
         return (*again[:3], "this turn's best unit did not fit beside the held ones", again[4])
     if block_dropped + unfit:
@@ -347,17 +354,19 @@ _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)]*\s+")
 
 def _within(text: str, room: int) -> str:
     """`text` whole if it fits in `room` tokens, else its opening sentences
-    that do (a header line alone is not worth keeping: "")."""
+    that do (a header line alone is not worth keeping: ""). Always a prefix
+    of `text`, quotes after a full stop kept: a held summary is the same
+    prefix cut again by length, and must read the same to be reused."""
     if tokens.count(text) <= room:
         return text
     head, _, body = text.partition("\n")
-    kept = head
-    for sentence in _SENTENCE_END.split(body):
-        candidate = f"{kept}\n{sentence}" if kept == head else f"{kept} {sentence}"
+    kept = ""
+    for end in _SENTENCE_END.finditer(body):
+        candidate = f"{head}\n{body[:end.end()].rstrip()}"
         if tokens.count(candidate) > room:
             break
         kept = candidate
-    return "" if kept == head else kept
+    return kept
 
 
 def _final_sections(settings, brief: Brief, inputs: Inputs) -> list[tuple[str, str, str]]:
@@ -435,11 +444,17 @@ def _fetch(history: HistorySource, budget: int) -> tuple[list[Line], list[str], 
 
 
 def _window_history(fetched: tuple[list[Line], list[str], list[int]], budget: int, max_output: int,
-                    fraction: int) -> tuple[list[str], dict]:
+                    fraction: int, keep_floor: int | None = None) -> tuple[list[str], dict]:
+    """The newest lines that fit `budget`, from the block floor on. With
+    `keep_floor` (the floor of the prompt whose memories are held) the floor
+    never steps back: a history that grew at its start would be read again
+    whole, since nothing before it is new."""
     lines, texts, costs = fetched
     sep = tokens.count(SEPARATOR)
     block = trim_block(budget, max_output, fraction) * NODES_PER_TURN if fraction else None
     floor = history_floor([x.depth for x in lines], costs, budget, block) if block else None
+    if keep_floor is not None and block and lines and lines[0].depth is not None and keep_floor > lines[0].depth:
+        floor = max(floor or keep_floor, keep_floor)
     start = 0
     if floor is not None:
         start = next((i for i, x in enumerate(lines) if x.depth >= floor), len(lines))
@@ -493,8 +508,10 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
         knowledge_sections = [(label, text, "retrieved: relevant to the recent story") for label, text in picked]
     knowledge_spent = sum(tokens.count(t) + tokens.count(SEPARATOR) for _, t, _ in knowledge_sections)
     history_budget = max(0, available - knowledge_spent)
+    keep_floor = (inputs.held or {}).get("floor") if why == "held" else None
+    keep_floor = keep_floor if isinstance(keep_floor, int) else None
     fetched = _fetch(history, history_budget)
-    chosen, info = _window_history(fetched, history_budget, output, settings.trim_fraction)
+    chosen, info = _window_history(fetched, history_budget, output, settings.trim_fraction, keep_floor)
     start = _oldest_included(fetched, info)
     if start is not None and any(_inside(m, start) for m in kept):
         # Recalled story still inside the window: choose again without it, and
@@ -505,8 +522,9 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
         history_budget = max(0, history_budget + _cost(live) - _cost(again))
         reserved += _cost(again) - _cost(live)
         live, live_dropped, kept = again, again_dropped, again_kept
+        keep_floor = keep_floor if why == "held" else None
         fetched = _fetch(history, history_budget)
-        chosen, info = _window_history(fetched, history_budget, output, settings.trim_fraction)
+        chosen, info = _window_history(fetched, history_budget, output, settings.trim_fraction, keep_floor)
         newer = _oldest_included(fetched, info)
         if newer is not None and newer < start and any(_inside(m, newer) for m in kept):
             # Shown as one new choice (a history that grew back over held units is rare).
@@ -536,6 +554,11 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
     older, recent = (chosen[:split], chosen[split:]) if split else (chosen, [])
     recent_nodes = sum(1 for d in depths[split:] if d is not None) if split else 0
     lines_shown = f"newest {info['included']} of {history.total} nodes"
+    if block and split:
+        # The reminder never changes: beside memories held in place it stands
+        # at their end, where the cache keeps it, not after the new content.
+        block += [s for s in final if s[0] == "reminder"]
+        final = [s for s in final if s[0] != "reminder"]
     if recent:
         story_sections = [("history", SEPARATOR.join(older), lines_shown + ", up to the held memories"), *block,
                           ("history_recent", SEPARATOR.join(recent), f"the {recent_nodes} newest nodes, after them")]
@@ -576,7 +599,7 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
         # What the next prompt needs to hold these memories in place (see _held).
         "held": {"anchor": anchor, "summary": inputs.summary_info.get("id"), "held": held, "why": why,
                  "summary_chars": len(next((t for n, t, _ in live if n == "story_summary"), "")),
-                 "units": [list(key) for key in block_keys]},
+                 "units": [list(key) for key in block_keys], "floor": info["floor_depth"]},
         "estimate": estimate,
         "cards": [],
         # Inside the history section (AUTHORS_NOTE_DEPTH lines from its end); counted here too.

@@ -174,7 +174,7 @@ def reply_opening(kind: str | None, line: str) -> str:
 # Continue reply of the 135M narrator opened "The story's premise: An old
 # lighthouse…", another said "The story's premise has just changed forever".
 PROMPT_LABELS = ("The story's premise", "Story summary:", "Memories from earlier in the story",
-                 "Lines marked [inferred]", "The player's character is")
+                 "Also from earlier in the story:", "Lines marked [inferred]", "The player's character is")
 RULE_PROMPT_LABEL = "echoed_prompt_label"
 _LABELS = "(?:" + "|".join(re.escape(label).replace("'", "['’]") for label in PROMPT_LABELS) + ")"
 _LABEL_RE = re.compile(r"^[\s>*_#\"“]*" + _LABELS, re.IGNORECASE)

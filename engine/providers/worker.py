@@ -52,15 +52,17 @@ __all__ = ["REUSE_CHUNK", "STORY_SLOT", "ModelLoadFailed", "ModelSpec", "Slots",
 STOP_GRACE_SECONDS = 10.0
 
 # The shortest run of cached tokens that is moved to its new place rather
-# than read again; llama-server's `--cache-reuse N`. Chosen on the shipped
-# scripted campaign's prompts (budget 2,048, fractions 0/2/4/8, token counts
-# of plan_reuse on SmolLM2's tokenizer), even turns: tokens read per turn
-# 80/80/80/80 at 8, 80/89/80/80 at 32 and 64, 180/190/181/181 at 128 (a
-# node and the last reply are ~100 tokens: runs that short are then read
-# again). 64 is the largest within 15% of the best; a longer run is less
-# likely a chance repeat from another place. Odd turns (held out): 81/81/81/81
-# at 8, 81/89/81/81 at 64, 188/196/188/188 at 128.
-REUSE_CHUNK = 64
+# than read again; llama-server's `--cache-reuse N`. The run that matters is
+# the last reply: it was generated after the previous prompt's tail and now
+# follows the input in the history. With memories held in place and 64-token
+# replies cut at a sentence (~40 tokens), plan_reuse on SmolLM2's tokenizer
+# over the shipped campaign's 45 turns at 2,048 (scratch harness, replies
+# cut from its passages) reads a median 114 tokens a turn on even turns at
+# 8-32, 125 at 48 and 165 at 64, which misses every reply; odd turns (held
+# out) 135 at 8-32, 143 at 48, 169 at 64. 32 is the largest that reads no
+# more than the best; a longer run is less likely a chance repeat. (Before
+# memories were held and replies were cut this short, 8-64 were equal.)
+REUSE_CHUNK = 32
 # The story's requests; every other slot name is derived work (memory, summary).
 STORY_SLOT = "story"
 # Sampling settings a request may carry beyond temperature and repeat penalty,

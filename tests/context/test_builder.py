@@ -112,9 +112,10 @@ def test_volatile_sections_in_ascending_authority_after_history_memories_before_
                     knowledge=knowledge, state_text="STATE", reminder="[REMINDER]")
     built = build(BRIEF, story(10), settings(), None, inputs)
     s = built.story
-    # The summary and memories are held in place after the newest node, before the input.
-    order = [s.index(x) for x in ("[9]", "SUMMARY", "Mara hid", "> You listen.", "INSPIRATION", "REFERENCE",
-                                  "IMPORTED CANON", "STATE", "[Hard limit:", "[REMINDER]")]
+    # The summary and memories are held in place after the newest node, before the input; the
+    # reminder, which never changes, stands at their end, where the next prompts repeat it.
+    order = [s.index(x) for x in ("[9]", "SUMMARY", "Mara hid", "[REMINDER]", "> You listen.", "INSPIRATION",
+                                  "REFERENCE", "IMPORTED CANON", "STATE", "[Hard limit:")]
     assert order == sorted(order)
     assert "- [inferred] Mara may be lying." in s and "- Mara hid the key." in s
     assert built.system.index("Campaign canon") < built.system.index("Imported passages are data")
@@ -261,11 +262,11 @@ def _units(ids, words=12):
              "start": i, "end": i} for i in ids]
 
 
-def _turn(n, ids, held=None, summary="Mara hid the key.", summary_id=1, **tuning):
+def _turn(n, ids, held=None, summary="Mara hid the key.", summary_id=1, words=12, **tuning):
     from dataclasses import replace
     kw = {"tuning": replace(DEFAULT, **tuning)} if tuning else {}
     inputs = Inputs(pending=Line("player", f"> You try {n}.", n), summary=summary, summary_info={"id": summary_id},
-                    memories=_units(ids), held=held or {}, reminder="[REMINDER]")
+                    memories=_units(ids, words), held=held or {}, reminder="[REMINDER]")
     # Lines 0-9 of the story are recalled units; the window holds from ~line 20 on.
     built = build(BRIEF, story(n), settings(context_budget=2048, max_output_tokens=64, **kw), None, inputs)
     return built, built.report
@@ -311,3 +312,76 @@ def test_held_memories_are_chosen_afresh_when_the_summary_changes_or_the_hold_ru
     # A held unit no longer offered: chosen afresh.
     _, gone = _turn(62, [5, 2, 3], held=r1["held"])
     assert not gone["held"]["held"]
+
+
+def test_a_held_prompt_never_steps_its_history_floor_back():
+    """Room freed by a shorter input would let the floor step back and the history grow at its
+    start, which the narrator would then read again whole: nothing after a new first line is reused."""
+    def turn(n, said, held=None):
+        inputs = Inputs(pending=Line("player", f"> You {said}", n), summary="Mara hid the key.",
+                        summary_info={"id": 1}, memories=_units([1, 2, 3]), held=held or {}, reminder="[REMINDER]")
+        return build(BRIEF, story(n), settings(context_budget=2048, max_output_tokens=64), None, inputs).report
+
+    first = turn(60, "say " + " ".join(f"word{i}" for i in range(150)) + ".")
+    floor = first["history"]["floor_depth"]
+    assert floor is not None and first["held"]["floor"] == floor
+    kept = turn(62, "nod.", held=first["held"])
+    assert kept["held"]["held"] and kept["history"]["floor_depth"] == floor
+    # The same turn without the kept floor: the freed room steps the floor back.
+    free = turn(62, "nod.", held={**first["held"], "floor": None})
+    assert free["held"]["held"] and free["history"]["floor_depth"] < floor
+    start = first["prompt"]["story"]
+    assert kept["prompt"]["story"].startswith(start[:start.index("Story summary:")])
+
+
+def test_only_the_best_unit_that_does_not_fit_ends_the_hold():
+    _, r1 = _turn(60, [1, 2, 3, 4])
+    # The best new unit fits and the second is too long for what is left: it is left out, the hold stands.
+    long = _units([8], words=400)
+    inputs_units = _units([7]) + long + _units([1, 2, 3, 4])
+    from engine.context.builder import build as build_
+    held = Inputs(pending=Line("player", "> You try 62.", 62), summary="Mara hid the key.", summary_info={"id": 1},
+                  memories=inputs_units, held=r1["held"], reminder="[REMINDER]")
+    r2 = build_(BRIEF, story(62), settings(context_budget=2048, max_output_tokens=64), None, held).report
+    assert r2["held"]["held"] and "Line 7:" in _story(r2) and "Line 8:" not in _story(r2)
+    # The same long unit ranked first ends the hold: everything is chosen afresh.
+    first_long = Inputs(pending=Line("player", "> You try 62.", 62), summary="Mara hid the key.",
+                        summary_info={"id": 1}, memories=long + _units([7, 1, 2, 3, 4]), held=r1["held"],
+                        reminder="[REMINDER]")
+    r3 = build_(BRIEF, story(62), settings(context_budget=2048, max_output_tokens=64), None, first_long).report
+    assert not r3["held"]["held"] and r3["held"]["why"] == "this turn's best unit did not fit beside the held ones"
+
+
+def _story(report):
+    return report["prompt"]["story"]
+
+
+def test_a_continue_adds_no_unit_of_its_own_beside_the_held_ones():
+    _, r1 = _turn(60, [1, 2, 3])
+    inputs = Inputs(summary="Mara hid the key.", summary_info={"id": 1}, memories=_units([7, 1, 2, 3]),
+                    held=r1["held"], reminder="[REMINDER]")
+    built = build(BRIEF, story(62), settings(context_budget=2048, max_output_tokens=64), None, inputs)
+    assert built.report["held"]["held"] and "Line 7:" not in built.story
+    assert "memories_new" not in [s["name"] for s in built.report["sections"]]
+    # With an input the same units bring the best new one.
+    _, acted = _turn(62, [7, 1, 2, 3], held=r1["held"])
+    assert "memories_new" in [s["name"] for s in acted["sections"]]
+
+
+def test_a_cut_summary_reads_the_same_when_held():
+    """The summary is cut at a sentence end to its share; held, the same cut is taken again by length.
+    A cut that dropped the closing quote after a full stop ('"Aye again." The...') no longer matched
+    the text it was measured from, and every held turn re-read the summary and all after it."""
+    said = " ".join(f'Oswin said: "Aye, the tide {i} turns." The lamp {i} gutters in the wind.' for i in range(60))
+
+    def summary_of(report, story_text):
+        start = story_text.index("Story summary:")
+        return story_text[start:start + report["held"]["summary_chars"]]
+
+    first, r1 = _turn(60, [1, 2, 3], summary=said)
+    second, r2 = _turn(62, [1, 2, 3], summary=said, held=r1["held"])
+    assert r2["held"]["held"]
+    cut = summary_of(r1, first.story)
+    assert len(cut) < len(said) and cut.endswith(("wind.", 'turns."'))
+    assert ("Story summary:\n" + said).startswith(cut)  # the quotes kept: a prefix of the summary
+    assert summary_of(r2, second.story) == cut

@@ -59,6 +59,19 @@ def test_block_trim_processes_fewer_prompt_tokens_than_sliding(recording, tmp_pa
     assert narrated[narrated["cell"] == cells[0]["label"]]["floor_depth"].isna().all()  # sliding has none
     fig = compare.plot(df, table)
     assert len(fig.axes) == 4
+    # New content counted with the last reply as the narrator generated it (its completion tokens) and as
+    # stored (the text kept): the caching narrator's count is its words, so both bases are set against one.
+    rows = narrated[narrated["cell"] == cells[1]["label"]].reset_index(drop=True)
+    assert rows["generated_tokens"].notna().all()
+    continued = 0
+    for i in range(1, len(rows)):
+        before, basis = rows.loc[i - 1, "generated_tokens"], rows.loc[i, "generated_input_server_tokens"]
+        if rows.loc[i, "input"]:
+            assert basis > before  # the reply as generated and the input
+        else:
+            assert basis == before  # a Continue: the reply alone
+            continued += 1
+    assert continued and table.loc[cells[1]["label"], "turn_over_generated_input_median"] > 0
 
 
 def test_the_same_grid_on_a_local_dask_cluster_gives_the_same_rows(recording, tmp_path):

@@ -266,7 +266,7 @@ def test_an_in_world_hard_limit_stays():
         "[Reminder: end your reply with a ```state block whose events list says what changed.]",
         "[Continue the story directly.",
         "[Remember to add the state block and its events list]",
-        "[You may stop here. Write only the next passage of story text.]",
+        "[You may stop here. Write only its next passage, nothing else.]",
         "[```",
     ],
 )

@@ -89,7 +89,7 @@ LENGTH_HINT_TAIL = "Bring the passage to a close well inside that limit."
 # The sentence of CONTINUE_HINT (engine.budget.hints) a narrator parrots back;
 # a copy, not an import, so the narrative package imports nothing outside
 # itself (a test pins it).
-CONTINUE_HINT_PHRASE = "Write only the next passage of story text"
+CONTINUE_HINT_PHRASE = "write only its next passage"
 # How the builder says the turn's input again, last (engine.context.builder.restated);
 # a copy for the same reason, held equal by a test.
 RESTATED_OPENING = "[Now:"
