@@ -28,7 +28,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from engine import Campaign, NotAllowed, html
-from engine.context import Report, tokens
+from engine.context import HISTORY_SECTIONS, MEMORY_SECTIONS, Report, tokens
 from engine.context.builder import SEPARATOR
 from engine.knowledge.framing import ALWAYS_SECTION, CLASS_SECTIONS, RULE_SECTION
 from engine.narrative import count_leaks, split
@@ -40,11 +40,11 @@ BASELINE = "as recorded"
 # What a reader names -> the stored section names it covers.
 GROUPS = {
     "knowledge": (RULE_SECTION, ALWAYS_SECTION, *CLASS_SECTIONS.values()),
-    "memories": ("memories", "memories_new"),
+    "memories": MEMORY_SECTIONS,
     "summary": ("story_summary",),
     "state": ("narrative_state",),
     "protocol": ("emit_rule", "reminder"),
-    "history": ("history", "history_recent"),
+    "history": HISTORY_SECTIONS,
     "instructions": ("ai_instructions",),
     "canon": ("campaign_canon",),
 }
@@ -115,7 +115,7 @@ def _without(report, sections: list[dict], what: str) -> list[dict]:
     kind, _, ident = what.partition(":")
     if ident and kind == "memory":
         sections = _cut_line(sections, "*", _memory_line(report, int(ident)), f"Memory {ident}")
-        return [s for s in sections if not (s["name"] in ("memories", "memories_new") and "\n- " not in s["text"])]
+        return [s for s in sections if not (s["name"] in MEMORY_SECTIONS and "\n- " not in s["text"])]
     if ident and kind == "passage":
         return _cut_line(sections, "*", _passage_text(report, int(ident)), f"Passage {ident}")
     names = _names(what)

@@ -255,19 +255,17 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
     # Like for like: both in the server's tokens (new content is counted in ours).
     table["processed_over_new"] = table["processed_tokens"] / table["new_server_tokens"]
     table["worst_turn_over_new"] = g["turn_over_new"].max()
-    if "reply_input_server_tokens" in m:
-        # What the embedded narrator read over the previous reply and the input alone (no sections).
-        m["reply_input_server_tokens"] = pd.to_numeric(m["reply_input_server_tokens"], errors="coerce")
-        turn = m["processed_tokens"] / m["reply_input_server_tokens"].where(m["reply_input_server_tokens"] > 0)
-        table["processed_over_reply_input"] = g["processed_tokens"].sum() / g["reply_input_server_tokens"].sum()
-        table["turn_over_reply_input_median"] = turn.groupby(m["cell"], sort=False).median()
-    if "generated_input_server_tokens" in m:
-        # Over the last reply as generated (completion tokens) and the input.
-        m["generated_input_server_tokens"] = pd.to_numeric(m["generated_input_server_tokens"], errors="coerce")
-        made = m["processed_tokens"] / m["generated_input_server_tokens"].where(m["generated_input_server_tokens"] > 0)
-        table["processed_over_generated_input"] = (g["processed_tokens"].sum()
-                                                   / g["generated_input_server_tokens"].sum(min_count=1))
-        table["turn_over_generated_input_median"] = made.groupby(m["cell"], sort=False).median()
+    # What the embedded narrator read over the previous reply and the input alone (no sections): the
+    # reply as stored ("reply_input") and as generated, its completion tokens ("generated_input").
+    for basis in ("reply_input", "generated_input"):
+        column = f"{basis}_server_tokens"
+        if column not in m:
+            continue
+        m[column] = pd.to_numeric(m[column], errors="coerce")
+        turn = m["processed_tokens"] / m[column].where(m[column] > 0)
+        table[f"processed_over_{basis}"] = g["processed_tokens"].sum() / m.groupby("cell", sort=False)[column].sum(
+            min_count=1)
+        table[f"turn_over_{basis}_median"] = turn.groupby(m["cell"], sort=False).median()
     table["turns_over_ceiling"] = g["turn_over_new"].apply(lambda s: int((s > TURN_CEILING).sum()))
     for column in ("ttft_ms", "total_ms"):
         table[f"{column}_median"] = g[column].median()

@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 
 from engine import Workbench
 from engine.budget import tokens
-from engine.context import Report
+from engine.context import MEMORY_SECTIONS, Report
 from engine.memory.bank import embed_pending, evict, write_due_memories
 from engine.memory.facts import copies
 from engine.memory.guard import GROUNDED_SHARE, terms
@@ -506,7 +506,7 @@ def probe(played: Played, tuning=None, window: int = WINDOW, keys: Sequence[str]
         history_text = report.history_text
         oldest = report["history"]["total"] - report["history"]["included"]
         evidence = [_line_text(*by_id[e]) for e in q.evidence if e in by_id]
-        live = [s for s in report.sections if s.name in ("memories", "memories_new", "story_summary")]
+        live = [s for s in report.sections if s.name in (*MEMORY_SECTIONS, "story_summary")]
         share = sum(s.tokens for s in live)
         prompt = report["story"]
         where = "nowhere"

@@ -178,7 +178,8 @@ def facts(camp: Campaign, *, recorded: int = 0, ttft: dict | None = None) -> pd.
                      "leaks": count_leaks([(row["node_id"], row["text"])])["leaking"], "refusals": 0, "refusal": ""})
     frame = pd.DataFrame(rows, columns=FACT_COLUMNS)
     # New content a server must read whatever it caches: the last reply, this input and the volatile tail.
-    frame["reply_input_tokens"] = (frame["reply_tokens"].shift(1).fillna(0) + _input_tokens(frame)).astype(int)
+    frame["input_tokens"] = _input_tokens(frame)
+    frame["reply_input_tokens"] = (frame["reply_tokens"].shift(1).fillna(0) + frame["input_tokens"]).astype(int)
     frame["new_tokens"] = (frame["reply_input_tokens"] + frame[list(TAIL_SECTIONS)].fillna(0).sum(axis=1)
                            - frame["held_tokens"].fillna(0)).astype(int)
     frame["new_server_tokens"] = _in_server_tokens(frame)
@@ -186,9 +187,8 @@ def facts(camp: Campaign, *, recorded: int = 0, ttft: dict | None = None) -> pd.
     # The same with the last reply as the narrator wrote it (its completion tokens, already the model's
     # count): a stored reply is shorter, cut at a sentence end and without its state block.
     generated = pd.to_numeric(frame["generated_tokens"], errors="coerce").shift(1)
-    frame["generated_input_server_tokens"] = generated + _in_server_tokens(
-        frame.assign(input_tokens=_input_tokens(frame)), "input_tokens")
-    return frame
+    frame["generated_input_server_tokens"] = generated + _in_server_tokens(frame, "input_tokens")
+    return frame.drop(columns="input_tokens")
 
 
 def _in_server_tokens(frame: pd.DataFrame, column: str = "new_tokens") -> pd.Series:

@@ -12,10 +12,10 @@ from .builder import (
 )
 from .history import HistorySource, Line, ListHistory, history_floor, trim_block
 from .length import length_hint
-from .report import Report
+from .report import HISTORY_SECTIONS, MEMORY_SECTIONS, Report
 
 __all__ = [
     "tokens", "Brief", "Built", "ContextOverflow", "Inputs", "Knowledge", "build", "render_line",
     "safety_reserve", "HistorySource", "Line", "ListHistory", "history_floor", "trim_block", "length_hint",
-    "Report",
+    "Report", "HISTORY_SECTIONS", "MEMORY_SECTIONS",
 ]

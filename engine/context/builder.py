@@ -454,7 +454,7 @@ def _window_history(fetched: tuple[list[Line], list[str], list[int]], budget: in
     block = trim_block(budget, max_output, fraction) * NODES_PER_TURN if fraction else None
     floor = history_floor([x.depth for x in lines], costs, budget, block) if block else None
     if keep_floor is not None and block and lines and lines[0].depth is not None and keep_floor > lines[0].depth:
-        floor = max(floor or keep_floor, keep_floor)
+        floor = keep_floor if floor is None else max(floor, keep_floor)
     start = 0
     if floor is not None:
         start = next((i for i, x in enumerate(lines) if x.depth >= floor), len(lines))
@@ -508,8 +508,8 @@ def build(brief: Brief, history: HistorySource, settings, window: Window | None,
         knowledge_sections = [(label, text, "retrieved: relevant to the recent story") for label, text in picked]
     knowledge_spent = sum(tokens.count(t) + tokens.count(SEPARATOR) for _, t, _ in knowledge_sections)
     history_budget = max(0, available - knowledge_spent)
-    keep_floor = (inputs.held or {}).get("floor") if why == "held" else None
-    keep_floor = keep_floor if isinstance(keep_floor, int) else None
+    held_floor = (inputs.held or {}).get("floor")
+    keep_floor = held_floor if why == "held" and isinstance(held_floor, int) else None
     fetched = _fetch(history, history_budget)
     chosen, info = _window_history(fetched, history_budget, output, settings.trim_fraction, keep_floor)
     start = _oldest_included(fetched, info)

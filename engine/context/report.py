@@ -6,7 +6,8 @@ from typing import NamedTuple
 
 from .. import html
 
-__all__ = ["HistoryFigures", "Narrative", "PromptText", "Report", "Section", "Tokens"]
+__all__ = ["HISTORY_SECTIONS", "MEMORY_SECTIONS", "HistoryFigures", "Narrative", "PromptText", "Report", "Section",
+           "Tokens"]
 
 _COLOURS = {"system": "#4c72b0", "story": "#55a868"}
 # The sections the story's nodes and the recalled units are shown in (engine.context.builder).

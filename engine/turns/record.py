@@ -28,6 +28,7 @@ from sqlalchemy.dialects.sqlite import insert
 
 from ..context import Line, Report, render_line
 from ..context.builder import SEPARATOR
+from ..context.report import HISTORY_SECTIONS, MEMORY_SECTIONS
 from ..display import turn_html
 from ..knowledge.framing import ALWAYS_SECTION, CLASS_SECTIONS, RULE_SECTION
 from ..store import NodeRow, TurnRecordRow
@@ -208,9 +209,9 @@ SECTION_COLUMNS = {
     "tok_system": ("narrator_rules", "emit_rule", "campaign_canon", "ai_instructions", "premise", "protagonist"),
     # The library names its sections itself (the rule, always-in-force Canon, one per class).
     "tok_knowledge": ("knowledge", RULE_SECTION, ALWAYS_SECTION, *CLASS_SECTIONS.values()),
-    "tok_history": ("history", "history_recent", "input", "input_restated"),
+    "tok_history": (*HISTORY_SECTIONS, "input", "input_restated"),
     "tok_summary": ("story_summary",),
-    "tok_memories": ("memories", "memories_new"),
+    "tok_memories": MEMORY_SECTIONS,
     "tok_state": ("narrative_state",),
     "tok_hints": ("length_hint", "reminder"),
 }
@@ -240,7 +241,7 @@ def record_columns(narrator: str, report: Mapping, usage: Mapping, window: Mappi
     """One take's record flattened to the RECORD_COLUMNS names; reads v2 and v3
     alike, and needs no prompt text, so a table of 10,000 turns loads none."""
     tokens, hist = report.get("tokens") or {}, report.get("history") or {}
-    spans = [s.get("nodes") for s in report.get("sections", []) if s.get("name") in ("history", "history_recent")
+    spans = [s.get("nodes") for s in report.get("sections", []) if s.get("name") in HISTORY_SECTIONS
              and isinstance(s.get("nodes"), list) and len(s.get("nodes")) == 2]
     history_nodes = [spans[0][0], spans[-1][1]] if spans else None
     knowledge, memories = report.get("knowledge") or {}, report.get("memories") or {}

@@ -339,16 +339,15 @@ def test_only_the_best_unit_that_does_not_fit_ends_the_hold():
     # The best new unit fits and the second is too long for what is left: it is left out, the hold stands.
     long = _units([8], words=400)
     inputs_units = _units([7]) + long + _units([1, 2, 3, 4])
-    from engine.context.builder import build as build_
     held = Inputs(pending=Line("player", "> You try 62.", 62), summary="Mara hid the key.", summary_info={"id": 1},
                   memories=inputs_units, held=r1["held"], reminder="[REMINDER]")
-    r2 = build_(BRIEF, story(62), settings(context_budget=2048, max_output_tokens=64), None, held).report
+    r2 = build(BRIEF, story(62), settings(context_budget=2048, max_output_tokens=64), None, held).report
     assert r2["held"]["held"] and "Line 7:" in _story(r2) and "Line 8:" not in _story(r2)
     # The same long unit ranked first ends the hold: everything is chosen afresh.
     first_long = Inputs(pending=Line("player", "> You try 62.", 62), summary="Mara hid the key.",
                         summary_info={"id": 1}, memories=long + _units([7, 1, 2, 3, 4]), held=r1["held"],
                         reminder="[REMINDER]")
-    r3 = build_(BRIEF, story(62), settings(context_budget=2048, max_output_tokens=64), None, first_long).report
+    r3 = build(BRIEF, story(62), settings(context_budget=2048, max_output_tokens=64), None, first_long).report
     assert not r3["held"]["held"] and r3["held"]["why"] == "this turn's best unit did not fit beside the held ones"
 
 

@@ -61,13 +61,17 @@ def _memories(report) -> str:
     return Report(report).memories_text
 
 
+def _walk(camp, turns: int, words: str = "walk on along the lane past milestone", start: int = 0) -> None:
+    """Turns of filler that carry the story's early lines out of the window."""
+    for i in range(start, start + turns):
+        camp.act(f"{words} {i}")
+
 def test_a_line_that_left_the_window_is_recalled_and_one_inside_it_is_not(tmp_path):
     wb, camp = _campaign(tmp_path, [PLANTED] + FILLER * 6)
     camp.act("I ask at the harbour about crossing the estuary")
     early = _memories(camp.context("I walk down to the ferry at Ashwater and look for the ferryman"))
     assert "Pell" not in early  # still in the history window: the story itself is there
-    for i in range(24):
-        camp.act(f"walk on along the lane past milestone {i}")
+    _walk(camp, 24)
     report = camp.context("I walk down to the ferry at Ashwater and look for the ferryman")
     history = Report(report).history_text
     assert "Pell" not in history  # it has left the window
@@ -79,18 +83,15 @@ def test_a_line_that_left_the_window_is_recalled_and_one_inside_it_is_not(tmp_pa
 
 def test_undo_and_retry_take_their_lines_with_them(tmp_path):
     wb, camp = _campaign(tmp_path, FILLER * 8)
-    for i in range(3):
-        camp.act(f"walk on past milestone {i}")
+    _walk(camp, 3, "walk on past milestone")
     camp.act("I bury the copper astrolabe under the crooked yew")
-    for i in range(22):
-        camp.act(f"walk on along the lane past milestone {i + 3}")
+    _walk(camp, 22, start=3)
     asked = "I dig under the crooked yew for the astrolabe"
     assert "copper astrolabe" in _memories(camp.context(asked))
     for _ in range(23):
         camp.undo()  # back to before the line was played
     camp.act("I rest under the crooked yew")
-    for i in range(22):
-        camp.act(f"walk on along the lane past post {i}")
+    _walk(camp, 22, "walk on along the lane past post")
     assert "copper astrolabe" not in _memories(camp.context(asked))
     with wb.db.reading() as s:
         campaign = s.get(CampaignRow, camp.id)
@@ -109,8 +110,7 @@ def test_a_dated_session_line_is_carried_by_the_lines_after_it(tmp_path):
                                     "Caroline nods: she went to the support group yesterday."] + FILLER * 6)
     camp.act("Session two")
     camp.act('Caroline: "I went to the LGBTQ support group yesterday."')
-    for i in range(24):
-        camp.act(f"walk on along the lane past milestone {i}")
+    _walk(camp, 24)
     report = camp.context("When did Caroline go to the LGBTQ support group?")
     memories = _memories(report)
     assert "[8 May 2023]" in memories and "yesterday (7 May 2023)" in memories
@@ -121,11 +121,9 @@ def test_an_earlier_summary_is_recalled_and_goes_with_its_lineage(tmp_path):
     says once a newer summary replaced it, and gone when an Undo takes the
     story back before it was written."""
     wb, camp = _campaign(tmp_path, FILLER * 8)
-    for i in range(3):
-        camp.act(f"walk on past milestone {i}")
+    _walk(camp, 3, "walk on past milestone")
     camp.set_summary("Wren paid the toll-keeper at Harrowgate bridge with a cracked opal brooch.")
-    for i in range(4):
-        camp.act(f"walk on along the lane past post {i}")
+    _walk(camp, 4, "walk on along the lane past post")
     camp.set_summary("Wren walks the lanes toward the coast in the rain.")
     asked = "I look for the toll-keeper at Harrowgate bridge who took my opal brooch"
     report = camp.context(asked)
@@ -144,8 +142,7 @@ def test_the_next_prompt_holds_the_memories_the_one_before_showed(tmp_path):
     """Played turns keep the recalled units in place; a dry run can be asked
     to follow any earlier prompt's (camp.context(held=...))."""
     wb, camp = _campaign(tmp_path, [PLANTED] + FILLER * 6)
-    for i in range(24):
-        camp.act(f"walk on along the lane past milestone {i}")
+    _walk(camp, 24)
     played = Report(camp.turn(camp.history()[-1].id).report)
     following = Report(camp.context("walk on along the lane past the mill"))
     # The newest turn's memories come again unchanged unless they had to be chosen afresh.
