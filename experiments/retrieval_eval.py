@@ -52,7 +52,7 @@ from engine.search.classes import CLASS_WEIGHTS, REFERENCE
 from engine.search.fusion import relevance
 from engine.search.query import query_parts
 from engine.search.second_stage import evidence_feature
-from engine.search.vectors import cache_key, load_matrix, unit
+from engine.search.vectors import cache_key, load_matrix
 from engine.store.knowledge_tables import KnowledgePassageRow
 from engine.turns.inputs import player_line
 from engine.vectors import as_query
@@ -810,7 +810,7 @@ def _cosines(camp, queries: Sequence[str]):
     with library.db.reading() as s:
         held = load_matrix(s, cache_key(library.db, camp.id, embedder.model_id), camp.id, embedder.model_id)
         matrix, _ = held.live(tuple(int(i) for i in library.list().index), 10**9)
-    return [int(i) for i in matrix.passage_ids], unit(as_query(embedder)(list(queries))) @ matrix.vectors.T
+    return [int(i) for i in matrix.passage_ids], search.centred(embedder.model_id, as_query(embedder)(list(queries))) @ matrix.vectors.T
 
 
 def _neighbours(camp, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
@@ -903,17 +903,23 @@ class Signals:
     evidence: np.ndarray
     bm25: np.ndarray
     relevant: np.ndarray  # (scenes, passages) bool; never true for an off-topic scene
+    second: np.ndarray | None = None  # the second stage's model, as a turn scores with it; None without one
 
     def scores(self) -> dict[str, np.ndarray]:
         """Each way of ordering passages that the analysis compares: each
         signal alone, the engine's own relevance (`ranking.relevance`), and
-        that plus bm25."""
+        that plus bm25; with a second stage, its model's score over the
+        whole library alone and with the lexical evidence as a turn weighs it."""
 
         relevance = self.cosine + DEFAULT.evidence_scale * self.evidence
         out = {"engine relevance": relevance, "relevance + bm25": relevance + BM25_SCALE * self.bm25,
                "lexical evidence": self.evidence, "bm25": self.bm25}
         if self.cosine.any():
             out["cosine"] = self.cosine
+        if self.second is not None:
+            out["relevance model"] = self.second
+            if DEFAULT.second_evidence_scale:
+                out["relevance model + evidence"] = self.second + DEFAULT.second_evidence_scale * self.evidence
         return out
 
 
@@ -948,7 +954,28 @@ def signals(camp, labels: Labels, *, progress: bool = True) -> Signals:
         if kind == "targeted":
             relevant[i] = [is_relevant(scene, *passages[pid], labels.documents) for pid in ids]
     return Signals(tuple(s["id"] for _, s in scenes), np.array([k == "targeted" for k, _ in scenes]), tuple(ids),
-                   cos if cos is not None else np.zeros(shape), evidence, bm25, relevant)
+                   cos if cos is not None else np.zeros(shape), evidence, bm25, relevant,
+                   _second_scores(camp, queries, ids))
+
+
+def _second_scores(camp, queries: Sequence[str], ids: Sequence[int]) -> np.ndarray | None:
+    """(scenes, passages) scores of the second stage's model over the whole
+    library, each scene's parts embedded as a turn embeds them (query side,
+    centred); None without a second stage or while its vectors are incomplete."""
+    stage = second_stage_of(camp)
+    if stage is None or not stage.needs_vectors:
+        return None
+    held, matrix = _library_matrix(camp, stage.model_id)
+    if len(held) < len(ids):
+        return None
+    where = {pid: j for j, pid in enumerate(held)}
+    col = [where[pid] for pid in ids]
+    parts = tuning_of(camp).stage_parts
+    out = np.zeros((len(queries), len(ids)), dtype=np.float32)
+    for i, query in enumerate(queries):
+        q = search.centred(stage.model_id, as_query(stage.embedder)(query_parts(query)[:parts]))
+        out[i] = np.max(np.einsum("ij,kj->ik", matrix, q), axis=1)[col]
+    return out
 
 
 def _first_relevant_rank(score: np.ndarray, relevant: np.ndarray) -> int:
@@ -1092,8 +1119,8 @@ def fusion_table(camp, labels: Labels, *, scan: int = 20, progress: bool = True)
     rows = []
     for kind, scene, query, found in first_stage(camp, labels, "fusion table", progress):
         parts = query_parts(query)
-        # the query side of a model with prompts (EmbeddingGemma), as a turn embeds it
-        q2 = unit(as_query(stage.embedder)(parts[:tuning_of(camp).stage_parts]))
+        # the query side of a model with prompts (EmbeddingGemma), centred, as a turn embeds it
+        q2 = search.centred(stage.model_id, as_query(stage.embedder)(parts[:tuning_of(camp).stage_parts]))
         second = np.max(np.einsum("ij,kj->ik", matrix, q2), axis=1) if len(ids) else np.zeros(0)
         order = np.argsort(-second, kind="stable")
         scan_rank = {ids[j]: r + 1 for r, j in enumerate(order[:scan])}
@@ -1195,14 +1222,16 @@ def _fill(costs: Sequence[int], classes: Sequence[str], knowledge_tokens: int) -
 
 
 def plain_sweep(table: pd.DataFrame, floor: float, cuts: Sequence[float], caps: Sequence[int],
-                scales: Sequence[float] = (0.0, 0.01), **kw) -> pd.DataFrame:
+                scales: Sequence[float] = (0.0, 0.01), margins: Sequence[float] = (0.0,), **kw) -> pd.DataFrame:
     """`fusion_sweep` for the second model's plain score, as the engine runs
     it without a fused model: admitted at the model's `floor` (its calibrated
-    one), ordered and cut on its cosine plus `scale` times the lexical
-    evidence (each of `scales`), at most `cap` admitted. Rows carry
-    `arm="plain"` and their `scale`."""
-    rows = [fusion_sweep(table, table.second + scale * table.evidence, [floor], cuts, caps, gate=table.second, **kw)
-            .assign(arm="plain", scale=scale) for scale in scales]
+    one) plus each of `margins` (the tuning's `second_floor_margin`), ordered
+    and cut on its cosine plus `scale` times the lexical evidence (each of
+    `scales`), at most `cap` admitted. Rows carry `arm="plain"`, their
+    `scale` and `margin`."""
+    rows = [fusion_sweep(table, table.second + scale * table.evidence, [round(floor + margin, 4)], cuts, caps,
+                         gate=table.second, **kw).assign(arm="plain", scale=scale, margin=margin)
+            for scale in scales for margin in margins]
     return pd.concat(rows, ignore_index=True)
 
 
@@ -1213,9 +1242,55 @@ def chosen_tuning(base: search.Tuning, chosen, coefficients: dict | None = None)
     paths = dict(stage_candidates=int(chosen["per_path"]), scan_candidates=int(chosen["scan"]))
     if chosen.get("arm") == "plain":
         return replace(base, fused=False, fusion=(), second_cut=float(chosen["cut"]), second_cap=int(chosen["cap"]),
-                       second_evidence_scale=float(chosen["scale"]), **paths)
+                       second_evidence_scale=float(chosen["scale"]),
+                       second_floor_margin=float(chosen.get("margin", 0.0)), **paths)
     f = fusion_of(coefficients or {}, chosen)
     return replace(base, fused=True, fusion=(f.bias, f.second, f.cosine, f.evidence, f.floor, f.cut, f.cap), **paths)
+
+
+def finalists(sweep: pd.DataFrame, n: int = 6, window: int = 4096, off_topic: int = 1) -> pd.DataFrame:
+    """The sweep's best `n` distinct rows by `choose`'s order (everyday
+    scenes admitting at most `off_topic`, most hits, then precision), and
+    the best row of the other arm, for `confirm` to ask through the engine."""
+    ok = sweep[sweep[f"off_topic_{window}"] <= off_topic]
+    ok = ok if len(ok) else sweep
+    order = ok.sort_values([f"hits_{window}", f"off_topic_{window}", f"precision_{window}"],
+                           ascending=[False, True, False], kind="stable")
+    keys = [c for c in ("arm", "paths", "floor", "cut", "cap", "scale") if c in order]
+    top = order.drop_duplicates(subset=keys).head(n)
+    others = order[~order.arm.isin(top.arm.unique())].head(1) if "arm" in order else order.head(0)
+    return pd.concat([top, others])
+
+
+def confirm(camp, labels: Labels, rows: pd.DataFrame, coefficients: dict | None = None,
+            windows: Sequence[int] = (4096, 16384), paraphrase: Sequence[str] = (), progress: bool = True
+            ) -> pd.DataFrame:
+    """Each sweep row's constants set on the campaign (`chosen_tuning`) and
+    its scenes asked through `camp.context`: what the engine itself does
+    with them. The sweep's budget fill approximates the engine's (it
+    over-counted the tuning half's hits at 4,096 by three of 58 for the
+    centred int8 model), so the constants are taken from these figures. The
+    campaign's tuning is restored afterwards. One row per sweep row, with
+    `hits_<window>`, `precision_<window>`, `off_topic_<window>` and
+    `paraphrase_hits_<window>`."""
+    wb = camp.workbench
+    saved = wb.settings.tuning
+    out = []
+    try:
+        for _, row in tqdm(list(rows.iterrows()), desc="confirming", disable=not progress, leave=False):
+            wb.configure(tuning=chosen_tuning(saved, row, coefficients))
+            frame = evaluate(camp, labels, windows=windows, stages=["auto"], progress=False)
+            figures = {k: row[k] for k in ("arm", "paths", "per_path", "scan", "floor", "margin", "cut", "cap", "scale")
+                       if k in row and not (isinstance(row[k], float) and pd.isna(row[k]))}
+            for window, got in summarise(frame, paraphrase).items():
+                figures.update({f"hits_{window}": got["targeted_hits"], f"precision_{window}": got["precision"],
+                                f"off_topic_{window}": got["off_topic_admitting"],
+                                f"paraphrase_hits_{window}": got.get("paraphrase_hits", 0),
+                                f"sweep_hits_{window}": row.get(f"hits_{window}")})
+            out.append(figures)
+    finally:
+        wb.configure(tuning=saved)
+    return pd.DataFrame(out)
 
 
 def fusion_sweep(table: pd.DataFrame, score: pd.Series, floors: Sequence[float], cuts: Sequence[float],

@@ -24,7 +24,7 @@ from ..vectors import QUERIES
 from . import lexical, reads
 from . import second_stage as stages
 from .admission import Weights, lexical_admits, lexical_evidence, semantic_admits, weigh
-from .calibration import floor_for, uncalibrated_note
+from .calibration import centred, floor_for, uncalibrated_note
 from .lexical import index_line
 from .query import query_parts
 from .results import Retrieved
@@ -100,7 +100,7 @@ def _semantic(session, db: Database, campaign_id: int, live: tuple[int, ...], pa
     try:
         # each part embedded once across turns (see engine.vectors.QUERIES): a
         # scene's story paragraphs were mostly in the last turn's query too
-        vectors = [query_vector] if query_vector is not None else QUERIES.embed(embedder, parts)
+        vectors = centred(model, [query_vector] if query_vector is not None else QUERIES.embed(embedder, parts))
         # a passage's cosine is its best against any part of the scene
         scores = np.max([cosines(matrix.vectors, np.asarray(v, dtype=np.float32)) for v in vectors], axis=0)
     except Exception as exc:  # an embedder failure narrows retrieval, never fails it

@@ -106,6 +106,12 @@ def test_the_notebook_runs_with_small_parameters(tmp_path):
     # the notebook runs the default relevance model (which one is tested in tests/knowledge/test_second_stage.py)
     assert m["second_stage_vectors"]["model"] == stage_for(Settings(), MINILM_ID).model_id
     assert m["shipped_second_stage"]["per_path"] == 3 and m["chosen_on_tuning"]["per_path"] in (3, 5)
+    # the constants come from the engine's own figures for the sweep's finalists, not the sweep's count
+    confirmed = m["confirmed_on_tuning"]
+    assert confirmed and all("sweep_hits_4096" in r and "hits_4096" in r for r in confirmed)
+    assert m["chosen_on_tuning"]["hits_4096"] == max(r["hits_4096"] for r in confirmed
+                                                     if r["off_topic_4096"] <= 1 or
+                                                     all(x["off_topic_4096"] > 1 for x in confirmed))
     assert set(m["targets"]) == {"4096"} and "met" in m["targets"]["4096"]
     fits = {r["target"]: r["fits_share"] for r in m["passage_sizes"]}
     assert fits[256] > fits[800]
@@ -331,3 +337,13 @@ def test_the_fusion_sweep_keeps_to_the_candidate_paths_and_the_budget():
     assert got.loc["1", ["hits_4096", "hits_16384"]].tolist() == [0, 1]  # "deep" is no candidate; "long" too long
     assert got.loc["3", ["hits_4096", "hits_16384"]].tolist() == [1, 2]
     assert got.loc["3", ["paraphrase_hits_4096", "paraphrase_hits_16384"]].tolist() == [0, 1]
+
+
+def test_the_finalists_are_the_sweeps_best_distinct_rows_and_the_other_arms_best():
+    rows = [dict(arm="plain", paths="p", floor=0.3, cut=0.8, cap=c, scale=0.01, hits_4096=h, precision_4096=0.5,
+                 off_topic_4096=o) for c, h, o in ((1, 5, 0), (2, 7, 1), (3, 9, 2), (4, 6, 0))]
+    rows += [dict(arm="fused", paths="p", floor=0.8, cut=0.9, cap=2, scale=None, hits_4096=4, precision_4096=0.6,
+                  off_topic_4096=0)]
+    rows += [dict(rows[1])]  # a repeat is asked once
+    got = ev.finalists(pd.DataFrame(rows), n=2)
+    assert got[["arm", "cap"]].values.tolist() == [["plain", 2], ["plain", 4], ["fused", 2]]  # cap 3 admits 2 everyday

@@ -2,6 +2,7 @@
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import TOPIC_FLOOR
 from knowledge_doubles import GenerousEmbedder, TopicEmbedder
@@ -145,3 +146,66 @@ def test_the_westhaven_pairs_still_separate_under_minilm():
     result = calibrate(MiniLMEmbedder())
     assert result.separated and result.floor is not None and result.targeted.min > result.floor
 
+
+
+# ---------------------------------------------------------------- query centre
+def test_a_centred_measurement_takes_the_shared_direction_off_every_query(tmp_path, monkeypatch):
+    """TopicEmbedder puts one constant component under every text, as prompted
+    models do; measured with its centre taken off, the everyday pairs fall
+    and the entry carries the centre the engine will take off a turn's query."""
+    from engine.search import centre_for, centred
+    from engine.search.calibration import register
+
+    plain = calibrate(TopicEmbedder(), SMALL)
+    measured = calibrate(TopicEmbedder(), SMALL, centre=True)
+    assert plain.centre is None and "query_centre" not in plain.entry()
+    assert measured.off_topic.max < plain.off_topic.max - 0.1
+    entry = measured.entry()["query_centre"]
+    assert entry["dims"] == len(measured.centre) and entry["scenes"] == 5  # 2 targeted + 3 everyday scenes
+
+    target = tmp_path / "calibration.json"
+    written = register(measured, target)  # the entry as the registry file holds it
+    monkeypatch.setitem(registry(), calibration_key(TopicEmbedder.model_id), written)
+    centre = centre_for(TopicEmbedder.model_id)
+    assert centre is not None and np.allclose(centre, measured.centre, atol=1e-6)
+
+    raw = TopicEmbedder().embed(["The kiln was held at cone six for a soak."])
+    unit_raw = raw / np.linalg.norm(raw)
+    expected = (unit_raw - centre) / np.linalg.norm(unit_raw - centre)
+    assert np.allclose(centred(TopicEmbedder.model_id, unit_raw), expected, atol=1e-6)
+    # a model without a centre is only made unit length
+    assert np.allclose(centred("no-such-model", raw), unit_raw, atol=1e-6)
+
+
+def test_the_second_stage_searches_with_the_centred_query(monkeypatch):
+    from engine.search import VectorStage, centred
+    from engine.search.calibration import calibration_key
+
+    centre = np.zeros(len(TopicEmbedder().vector("x")), dtype=np.float32)
+    centre[0] = 0.5  # the constant component every text carries
+    import base64
+
+    entry = {"floor": 0.3, "query_centre": {"dims": len(centre), "scenes": 1,
+                                             "float32_base64": base64.b64encode(centre.astype("<f4").tobytes()).decode()}}
+    monkeypatch.setitem(registry(), calibration_key("centred-topic"), entry)
+    stage = VectorStage(TopicEmbedder("centred-topic"))
+    scene = "The monks' burial vault under the ruined monastery"
+    got = stage.query([scene])
+    raw = TopicEmbedder().embed([scene])
+    assert np.allclose(got, centred("centred-topic", raw), atol=1e-6)
+    assert not np.allclose(got, raw / np.linalg.norm(raw), atol=1e-3)
+
+
+@pytest.mark.parametrize("model", ["google/embeddinggemma-300m", "google/embeddinggemma-300m-int8"])
+def test_the_relevance_models_centre_was_measured_on_the_tuning_pairs(model):
+    """EmbeddingGemma's entries carry the query centre of the tuning half's
+    pair set (95 scenes), and their floors are on the centred scale."""
+    entry = registry()[model]
+    pairs = load_pairs(STAGE_PAIRS)
+    assert entry["pairs_sha256"] == pairs.sha256
+    centre = entry["query_centre"]
+    assert centre["dims"] == 768 and centre["scenes"] == len(pairs.targeted) + len(pairs.off_topic)
+    from engine.search import centre_for
+
+    vector = centre_for(model)
+    assert vector.shape == (768,) and 0.2 < float(np.linalg.norm(vector)) < 0.8

@@ -21,6 +21,8 @@ from engine.settings import Settings
 
 BUDGET = 6000
 SECOND_FLOOR = 0.6
+# what the plain score must reach: the registered floor and the tuning's margin over it
+ADMIT = round(SECOND_FLOOR + DEFAULT.second_floor_margin, 4)
 
 
 class Recording:
@@ -65,9 +67,9 @@ def test_a_turn_keeps_the_first_stage_until_the_vectors_are_computed_then_uses_t
     second.texts.clear()
     after = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET)
     r = after.report
-    assert r["second_stage_used"] and r["second_stage"] == "test-second" and r["second_stage_floor"] == SECOND_FLOOR
+    assert r["second_stage_used"] and r["second_stage"] == "test-second" and r["second_stage_floor"] == ADMIT
     abbey = next(p for p in after.passages if p.filename == "abbey.md")
-    assert abbey.second is not None and abbey.second >= SECOND_FLOOR and abbey.semantic == abbey.second
+    assert abbey.second is not None and abbey.second >= ADMIT and abbey.semantic == abbey.second
     assert all(u["second"] is not None for u in r["used"]) and "Second stage: test-second" in r["summary"]
     assert second.texts == [CRYPT_SCENE]  # a turn embeds its query, never a passage
     assert "all 4 passage vectors ready" in str(lib.status())
@@ -362,7 +364,7 @@ def test_a_pair_without_a_fused_model_uses_the_plain_score_and_floor(db, campaig
     lib = staged(db, campaign, topic, VectorStage(second))
     lib.embed_second_stage()
     r = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET).report
-    assert r["second_stage_used"] and not r["second_stage_fused"] and r["second_stage_floor"] == SECOND_FLOOR
+    assert r["second_stage_used"] and not r["second_stage_fused"] and r["second_stage_floor"] == ADMIT
     assert "second_stage_raw" not in r and r["over_cap"] == []
 
 
@@ -377,14 +379,26 @@ def test_a_tuning_can_judge_on_the_plain_score_with_its_own_cap(db, campaign, to
     # every passage over the floor stays; the scan brings the ossuary in (see the scan test below)
     uncut = replace(DEFAULT, fused=False, second_cut=0.0, scan_candidates=2)
     plain = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET, tuning=uncut).report
-    assert plain["second_stage_used"] and not plain["second_stage_fused"] and plain["second_stage_floor"] == SECOND_FLOOR
+    assert plain["second_stage_used"] and not plain["second_stage_fused"] and plain["second_stage_floor"] == ADMIT
     judged = [u for u in plain["used"] + plain["suppressed"] if u["passage_id"] > 0]
     assert [u["filename"] for u in judged] == ["abbey.md", "ossuary.md"] and plain["over_cap"] == []
-    assert all(u["second"] >= SECOND_FLOOR for u in judged)
+    assert all(u["second"] >= ADMIT for u in judged)
 
     one = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET, tuning=replace(uncut, second_cap=1)).report
     assert [u["filename"] for u in one["used"] if u["passage_id"] > 0] == ["abbey.md"]
     assert [o["filename"] for o in one["over_cap"]] == ["ossuary.md"] and "admitted-count cap" in one["summary"]
+
+    # the margin raises the plain score's floor over the calibrated one: past the weaker passage's score,
+    # only the stronger is admitted; past both, nothing
+    weaker = min(u["second"] for u in judged)
+    stronger = max(u["second"] for u in judged)
+    raised = replace(uncut, second_floor_margin=round((weaker + stronger) / 2 - SECOND_FLOOR, 4))
+    mid = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET, tuning=raised).report
+    assert mid["second_stage_floor"] == round(SECOND_FLOOR + raised.second_floor_margin, 4)
+    assert [u["filename"] for u in mid["used"] + mid["suppressed"] if u["passage_id"] > 0] == ["abbey.md"]
+    above = replace(uncut, second_floor_margin=round(stronger - SECOND_FLOOR + 0.01, 4))
+    assert not [u for u in lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET, tuning=above).report["used"]
+                if u["passage_id"] > 0]
 
 
 def test_a_tuning_says_when_fused_is_not_a_yes_or_no():
@@ -407,7 +421,7 @@ def test_the_second_model_scans_the_whole_library_once_its_vectors_are_complete(
     assert wide.report["second_stage_scan"] == 2 and wide.report["second_stage_used"]
     judged = {u["filename"]: u for u in wide.report["used"] + wide.report["suppressed"]}
     assert judged["ossuary.md"]["found_by"] == "semantic"  # found by the second model's scan alone
-    assert judged["ossuary.md"]["second"] >= SECOND_FLOOR
+    assert judged["ossuary.md"]["second"] >= ADMIT
 
     lib.add("surgery.md", SURGERY)  # a passage without its vector: no scan until it has one
     wide_two = replace(one, scan_candidates=2)

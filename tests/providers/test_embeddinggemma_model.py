@@ -48,6 +48,9 @@ def test_documents_and_queries_get_the_models_own_prompts():
         assert small.model_id == f"{GEMMA_ID}-int8" and small.query_backend == "onnxruntime int8"
         assert (near * documents).sum(1).min() > 0.9 and float(asked[0] @ query[0]) > 0.9
         assert (near @ asked[0])[0] > (near @ asked[0])[1] + 0.1
+        # a text's vector is its own, whatever it is embedded beside (dynamic int8 scales by the batch)
+        assert np.array_equal(small.embed(PASSAGES[:1])[0], near[0])
+        assert np.array_equal(small.embed_query([SCENE, PASSAGES[0] * 3])[0], asked[0])
 
     short = EmbeddingGemmaEmbedder(dims=256)
     kept = short.embed(PASSAGES)
