@@ -52,7 +52,7 @@ from engine.search.classes import CLASS_WEIGHTS, REFERENCE
 from engine.search.fusion import relevance
 from engine.search.query import query_parts
 from engine.search.second_stage import evidence_feature
-from engine.search.vectors import cache_key, load_matrix
+from engine.search.vectors import cache_key, load_matrix, unit
 from engine.store.knowledge_tables import KnowledgePassageRow
 from engine.turns.inputs import player_line
 from engine.vectors import as_query
@@ -975,6 +975,25 @@ def _second_scores(camp, queries: Sequence[str], ids: Sequence[int]) -> np.ndarr
     for i, query in enumerate(queries):
         q = search.centred(stage.model_id, as_query(stage.embedder)(query_parts(query)[:parts]))
         out[i] = np.max(np.einsum("ij,kj->ik", matrix, q), axis=1)[col]
+    return out
+
+
+def elsewhere_first(camp, labels: Labels, document: str) -> dict[str, int]:
+    """How many of `document`'s targeted scenes get their relevance model's
+    best passage of the whole library from another document, with the
+    query centred as a turn centres it and without: what the model's shared
+    query direction does to a mixed library."""
+    stage = second_stage_of(camp)
+    ids, matrix = _library_matrix(camp, stage.model_id)
+    passages = passages_of(camp)
+    mine = labels.documents[document]["file"]
+    scenes = [t for t in labels.targeted if t["document"] == document]
+    out = {"scenes": len(scenes), "centred": 0, "not centred": 0}
+    for scene in scenes:
+        raw = as_query(stage.embedder)(query_parts(_query(scene["scene"]))[:tuning_of(camp).stage_parts])
+        for name, q in (("centred", search.centred(stage.model_id, raw)), ("not centred", unit(raw))):
+            best = ids[int(np.argmax(np.max(np.einsum("ij,kj->ik", matrix, q), axis=1)))]
+            out[name] += passages[best][0] != mine
     return out
 
 

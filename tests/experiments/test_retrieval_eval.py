@@ -88,7 +88,7 @@ def test_the_notebook_runs_with_small_parameters(tmp_path):
                         cwd=str(NOTEBOOKS), progress_bar=False,
                         parameters={"documents": ["scifi"], "targeted_per_document": 4, "off_topic": 4,
                                     "windows": [4096], "stage_candidates": 3, "in_play": False,
-                                    "signals_section": False, "size_targets": [256, 800], "workdir": str(tmp_path),
+                                    "signals_section": True, "size_targets": [256, 800], "workdir": str(tmp_path),
                                     "sidecar": str(sidecar)})
     m = read_metrics(out)
     assert "4096" in json.dumps(json.loads(sidecar.read_text()))  # the sidecar holds the same record
@@ -115,6 +115,9 @@ def test_the_notebook_runs_with_small_parameters(tmp_path):
     assert set(m["targets"]) == {"4096"} and "met" in m["targets"]["4096"]
     fits = {r["target"]: r["fits_share"] for r in m["passage_sizes"]}
     assert fits[256] > fits[800]
+    # the relevance model's ordering is in the ceiling table; in a one-document library no best passage is another's
+    assert "relevance model" in m["reachable"]["within"]
+    assert m["reachable"]["elsewhere_first"]["scifi"] == {"scenes": 2, "centred": 0, "not centred": 0}
 
 
 def test_the_halves_share_every_document_and_never_a_scene():
