@@ -104,19 +104,11 @@ def evidence_feature(evidence: float, required: float) -> float:
 # cap 3. A first fit on three documents (without the rules reference) had
 # given bias -4.978, mpnet 9.197, MiniLM 1.985, evidence 4.084, floor 0.731;
 # with the rules reference the lexical evidence weighs about half as much.
-# MiniLM then EmbeddingGemma-300M at full precision (its prompts; the
-# relevance model with relevance_model="embeddinggemma"): fitted the same
-# way on the same tuning half, its scenes
-# embedded through the query prompt as a turn embeds them (4 December,
-# evidence/retrieval_eval.json, fusion_coefficients / chosen_on_tuning): floor
-# 0.8, cut 0.9, cap 3 over each path's best 10, 53 of 93 tuning scenes at
-# 4,096 with no everyday scene admitting. Swept beside it on the same half,
-# Gemma's plain cosine at its calibrated floor (0.41) with its own scan of
-# the library found 52 (each path's best 40 and its own best 10, cap 4, cut
-# 0.8, 45 % precise), so the fused model stays by the sweep's rule; the
-# held-out figures of both are in the evidence. A first fit had embedded the
-# tuning scenes with the document prompt, so its floor (0.772) did not hold
-# for the vectors a turn makes: 43 of 91 held-out scenes.
+# MiniLM then EmbeddingGemma-300M at full precision (relevance_model=
+# "embeddinggemma") had one, fitted on its uncentred cosine; with its queries
+# centred its plain cosine found 59 tuning scenes through the engine against
+# the refitted fused model's 52 (scratch run of the notebook with
+# `-p relevance_model embeddinggemma`), so it has none now.
 # MiniLM then the int8 copy (the default relevance model where make setup
 # made it) has none: with its queries centred (calibration.centred), its
 # plain cosine 0.03 over its calibrated floor (0.23) with its own scan of the
@@ -127,8 +119,6 @@ def evidence_feature(evidence: float, required: float) -> float:
 FUSIONS: dict[tuple[str, str], Fusion] = {
     ("sentence-transformers/all-MiniLM-L6-v2", "sentence-transformers/all-mpnet-base-v2"):
         Fusion(bias=-5.249, second=10.799, cosine=2.059, evidence=2.332, floor=0.814, cut=0.9, cap=3),
-    ("sentence-transformers/all-MiniLM-L6-v2", "google/embeddinggemma-300m"):
-        Fusion(bias=-6.114, second=14.286, cosine=1.761, evidence=1.412, floor=0.8, cut=0.9, cap=3),
 }
 
 
