@@ -84,6 +84,14 @@ evidence: setup browser-deps
 	$(VENV)/bin/papermill notebooks/calibrate.ipynb evidence/calibrate_gguf.ipynb -k python3 --cwd notebooks \
 		-p backend gguf -p sidecar ../evidence/calibrate_gguf.json
 	$(PY) -m experiments.scrub evidence/calibrate_gguf.ipynb
+	@# the relevance model's floor and query centre, as the registry holds them (install it first: make setup)
+	@for b in embeddinggemma-int8 embeddinggemma; do \
+		name=calibrate_gemma; [ $$b = embeddinggemma-int8 ] && name=calibrate_gemma_int8; \
+		$(VENV)/bin/papermill notebooks/calibrate.ipynb evidence/$$name.ipynb -k python3 --cwd notebooks \
+			-p backend $$b -p pairs ../tests/data/knowledge/stage_pairs.json -p rule above_off_topic \
+			-p centre True -p sidecar ../evidence/$$name.json || exit 1; \
+		$(PY) -m experiments.scrub evidence/$$name.ipynb; \
+	done
 	$(VENV)/bin/papermill notebooks/narration_eval.ipynb evidence/narration_eval_memory.ipynb -k python3 \
 		--cwd notebooks -p prompt_memory True -p ab_seeds 0 -p workdir ../scratch/narration_eval_memory \
 		-p sidecar ../evidence/narration_eval_memory.json
