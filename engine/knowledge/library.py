@@ -21,7 +21,7 @@ from ..search import stage_vectors
 from ..search.calibration import calibrated_models, floor_for, uncalibrated_note
 from ..search.classes import CANON, CLASS_LABELS
 from ..search.results import EmbeddingPass
-from ..search.second_stage import fusion_for, stage_for, uncalibrated_stage_note
+from ..search.second_stage import admission_floor, fusion_for, stage_for, uncalibrated_stage_note
 from ..search.stage_vectors import StagePass
 from ..search.tuning import DEFAULT, Tuning
 from ..store import CampaignRow, Database
@@ -351,9 +351,10 @@ class Library:
             return {"second_stage": "", "second_stage_note": f"The second stage could not be set up ({exc})."}
         if stage is None:
             return {"second_stage": "", "second_stage_note": "No second stage: the first stage alone judges."}
-        fusion = fusion_for(first_model, stage.model_id)
-        floor = floor_for(stage.model_id)
-        data = {"second_stage": stage.model_id, "second_stage_floor": fusion.floor if fusion else floor,
+        fusion = fusion_for(first_model, stage.model_id, self.tuning)
+        floor = floor_for(stage.model_id, self.tuning)
+        data = {"second_stage": stage.model_id,
+                "second_stage_floor": admission_floor(stage.model_id, fusion, self.tuning),
                 "second_stage_fused": fusion is not None, "second_stage_note": "",
                 "second_stage_vectors": stage.needs_vectors}
         ready = getattr(getattr(stage, "embedder", None), "query_export_ready", None)

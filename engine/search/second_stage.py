@@ -41,7 +41,7 @@ from .calibration import calibrated_models, centred, floor_for
 from .tuning import DEFAULT, Tuning
 from .vectors import unit
 
-__all__ = ["EVIDENCE_CLIP", "FUSIONS", "KINDS", "Fusion", "RerankStage", "Rescored", "VectorStage", "evidence_feature", "fusion_for", "relevance", "rescore", "stage_for", "start_background",
+__all__ = ["EVIDENCE_CLIP", "FUSIONS", "KINDS", "Fusion", "admission_floor", "RerankStage", "Rescored", "VectorStage", "evidence_feature", "fusion_for", "relevance", "rescore", "stage_for", "start_background",
            "uncalibrated_stage_note"]
 
 KINDS = ("auto", "embedded", "endpoint", "rerank", "off")
@@ -232,6 +232,16 @@ def uncalibrated_stage_note(model_id: str) -> str:
             "Measure one with notebooks/calibrate.ipynb.")
 
 
+def admission_floor(model_id: str, fusion: Fusion | None, tuning: Tuning = DEFAULT) -> float | None:
+    """What a candidate's score must reach for the second stage to admit it:
+    the fused model's own floor, or the model's calibrated floor plus the
+    tuning's margin; None for a model with no calibrated floor."""
+    if fusion is not None:
+        return fusion.floor
+    floor = floor_for(model_id, tuning)
+    return None if floor is None else round(floor + tuning.second_floor_margin, 4)
+
+
 def rescore(stage, session, parts: Sequence[str], candidates: Sequence[tuple[int, str, str]], *,
             first_model: str | None = None, features: Mapping[int, tuple[float, float]] | None = None,
             query: np.ndarray | None = None, tuning: Tuning = DEFAULT) -> Rescored:
@@ -241,10 +251,7 @@ def rescore(stage, session, parts: Sequence[str], candidates: Sequence[tuple[int
     the scores are fused (see `Fusion`) and admission uses its floor.
     Never raises: a failure is a note, and the turn keeps the first stage."""
     fusion = fusion_for(first_model, stage.model_id, tuning) if features is not None else None
-    floor = floor_for(stage.model_id, tuning)
-    if fusion is None and floor is not None:
-        floor = round(floor + tuning.second_floor_margin, 4)
-    out = Rescored(model=stage.model_id, floor=fusion.floor if fusion else floor,
+    out = Rescored(model=stage.model_id, floor=admission_floor(stage.model_id, fusion, tuning),
                    candidates=len(candidates), fusion=fusion)
     if out.floor is None:
         out.note = uncalibrated_stage_note(stage.model_id)

@@ -366,6 +366,8 @@ def test_a_pair_without_a_fused_model_uses_the_plain_score_and_floor(db, campaig
     r = lib.retrieve(CRYPT_SCENE, budget_tokens=BUDGET).report
     assert r["second_stage_used"] and not r["second_stage_fused"] and r["second_stage_floor"] == ADMIT
     assert "second_stage_raw" not in r and r["over_cap"] == []
+    # the library's status names the floor a turn admits at, margin included
+    assert lib.status().data["second_stage_floor"] == ADMIT and f"floor {ADMIT}" in str(lib.status())
 
 
 def test_a_tuning_can_judge_on_the_plain_score_with_its_own_cap(db, campaign, topic, calibrated, second, fused_pair):
