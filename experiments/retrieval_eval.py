@@ -973,9 +973,18 @@ def _second_scores(camp, queries: Sequence[str], ids: Sequence[int]) -> np.ndarr
     parts = tuning_of(camp).stage_parts
     out = np.zeros((len(queries), len(ids)), dtype=np.float32)
     for i, query in enumerate(queries):
-        q = search.centred(stage.model_id, as_query(stage.embedder)(query_parts(query)[:parts]))
-        out[i] = np.max(np.einsum("ij,kj->ik", matrix, q), axis=1)[col]
+        out[i] = _stage_scores(stage, matrix, query, parts)[col]
     return out
+
+
+def _stage_scores(stage, matrix: np.ndarray, query: str, parts: int, *, centre: bool = True) -> np.ndarray:
+    """Each row of `matrix` (second-stage passage vectors) scored for a
+    scene's query as a turn scores it: the model's query side of the newest
+    `parts` paragraphs, centred (`VectorStage.query`), a passage's best part;
+    `centre=False` leaves the model's query centre on."""
+    asked = query_parts(query)[:parts]
+    q = stage.query(asked) if centre else unit(as_query(stage.embedder)(asked))
+    return np.max(np.einsum("ij,kj->ik", matrix, q), axis=1)
 
 
 def elsewhere_first(camp, labels: Labels, document: str) -> dict[str, int]:
@@ -990,10 +999,9 @@ def elsewhere_first(camp, labels: Labels, document: str) -> dict[str, int]:
     scenes = [t for t in labels.targeted if t["document"] == document]
     out = {"scenes": len(scenes), "centred": 0, "not centred": 0}
     for scene in scenes:
-        raw = as_query(stage.embedder)(query_parts(_query(scene["scene"]))[:tuning_of(camp).stage_parts])
-        for name, q in (("centred", search.centred(stage.model_id, raw)), ("not centred", unit(raw))):
-            best = ids[int(np.argmax(np.max(np.einsum("ij,kj->ik", matrix, q), axis=1)))]
-            out[name] += passages[best][0] != mine
+        for name, centre in (("centred", True), ("not centred", False)):
+            scores = _stage_scores(stage, matrix, _query(scene["scene"]), tuning_of(camp).stage_parts, centre=centre)
+            out[name] += passages[ids[int(np.argmax(scores))]][0] != mine
     return out
 
 
@@ -1137,10 +1145,7 @@ def fusion_table(camp, labels: Labels, *, scan: int = 20, progress: bool = True)
         scan = 0
     rows = []
     for kind, scene, query, found in first_stage(camp, labels, "fusion table", progress):
-        parts = query_parts(query)
-        # the query side of a model with prompts (EmbeddingGemma), centred, as a turn embeds it
-        q2 = search.centred(stage.model_id, as_query(stage.embedder)(parts[:tuning_of(camp).stage_parts]))
-        second = np.max(np.einsum("ij,kj->ik", matrix, q2), axis=1) if len(ids) else np.zeros(0)
+        second = _stage_scores(stage, matrix, query, tuning_of(camp).stage_parts) if len(ids) else np.zeros(0)
         order = np.argsort(-second, kind="stable")
         scan_rank = {ids[j]: r + 1 for r, j in enumerate(order[:scan])}
         second_of = dict(zip(ids, second.tolist(), strict=True))
